@@ -1,0 +1,267 @@
+/* heist.h - the public API of heist, a work-stealing task scheduler.
+ *
+ * Everything a user needs is here: pools, submitted tasks and their futures, fork-join
+ * (spawn, sync, join, run) and statistics. The profiler lives in heist/profile.h.
+ *
+ * Conventions: a function that can fail returns int, 0 on success or a positive errno
+ * value (EINVAL, ENOMEM, EAGAIN, ECANCELED, ESHUTDOWN); constructors fill an
+ * out-parameter and set it to NULL on failure; destructors accept NULL. A NULL config
+ * means defaults, and a zero field in a config means that field's default.
+ * The header compiles as C11 and as C++.
+ */
+#ifndef HEIST_HEIST_H
+#define HEIST_HEIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define HEIST_EXPORT __attribute__((visibility("default")))
+#else
+#define HEIST_EXPORT
+#endif
+
+#define HEIST_VERSION_MAJOR 0
+#define HEIST_VERSION_MINOR 1
+#define HEIST_VERSION_PATCH 0
+#define HEIST_VERSION "0.1.0"
+
+/** The largest worker count a pool accepts. */
+#define HEIST_MAX_THREADS 4096
+
+/** A pool of worker threads. Opaque. */
+typedef struct heist_pool heist_pool;
+
+/** The result of a submitted task. Opaque, reference counted between pool and caller. */
+typedef struct heist_future heist_future;
+
+/**
+ * A task's function. Returns 0, or an error code that travels to whoever waits for it
+ * (C's stand-in for an exception).
+ */
+typedef int (*heist_fn)(void *arg);
+
+/** Where workers run. */
+enum heist_pin {
+	HEIST_PIN_NONE = 0,	/**< let the kernel place workers (default) */
+	HEIST_PIN_CORE,		/**< one worker per core, bound to the whole core */
+	HEIST_PIN_PU		/**< each worker bound to one processing unit */
+};
+
+/**
+ * How to build a pool. Zero-fill it (or pass NULL) for defaults; set what you need.
+ */
+struct heist_config {
+	unsigned threads;	/**< workers; 0: one per online CPU; at most HEIST_MAX_THREADS */
+	enum heist_pin pin;	/**< HEIST_PIN_NONE (0), HEIST_PIN_CORE, HEIST_PIN_PU */
+	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
+				     many outside submissions are queued */
+	unsigned spin;		/**< idle steal rounds before a worker sleeps; 0: default */
+	bool profile;		/**< record TSC timestamps for every task */
+	const char *name;	/**< thread-name prefix; NULL: "heist" */
+	size_t stack_size;	/**< worker stack bytes; 0: 64 MiB, deep enough for recursion
+				     thousands of levels deep (mapped lazily) */
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* Pool                                                                               */
+
+/**
+ * Create a pool and start its workers.
+ * @param[out] out  Receives the pool; set to NULL on failure.
+ * @param[in]  cfg  The configuration, or NULL for defaults. Not kept after the call.
+ * @returns 0; EINVAL if out is NULL, threads > HEIST_MAX_THREADS or pin is unknown;
+ *          ENOMEM; or pthread_create's error. On failure nothing is leaked and every
+ *          worker already started has been stopped and joined.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_pool_create(heist_pool **out, const struct heist_config *cfg);
+
+/**
+ * Drain and destroy a pool: run every task that was accepted (tasks running during the
+ * drain may still submit and spawn, and that work runs too), satisfy every future, then
+ * join the workers. From the moment it starts, submits from outside threads get
+ * ESHUTDOWN. Futures outlive the pool: they may be waited on and released afterwards.
+ * Calling it from one of the pool's own tasks is misuse and aborts with a message.
+ * @param[in] pool  The pool, or NULL (no-op).
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_pool_destroy(heist_pool *pool);
+
+/** The number of workers, or 0 for a NULL pool. @since 0.1 */
+HEIST_EXPORT unsigned heist_pool_size(const heist_pool *pool);
+
+/**
+ * Tasks queued and not yet started: in the injector and in the workers' deques
+ * (spawned fork-join tasks included). A snapshot: it may be stale by the time it
+ * returns. 0 for a NULL pool.
+ * @since 0.1
+ */
+HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
+
+/**
+ * The calling thread's index in its pool, 0..size-1, when it is a worker; -1 otherwise.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_worker_index(void);
+
+/* ---------------------------------------------------------------------------------- */
+/* Tasks and futures                                                                  */
+
+/**
+ * Submit fn(arg) to run on the pool.
+ * @param[out] out  Receives the future, or NULL for fire-and-forget (no future is made).
+ * @returns 0; EINVAL if pool or fn is NULL; ENOMEM (nothing was queued); ESHUTDOWN if
+ *          called from outside the pool after heist_pool_destroy started.
+ * From a worker of the same pool the task goes on the worker's own deque (other workers
+ * may steal it); from any other thread it goes through the pool's injector queue, where
+ * injector_limit applies: the call blocks while the injector is full.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_future **out);
+
+/**
+ * Wait until a future's task has finished or was cancelled.
+ * @param[in] f  The future; the caller still owns it and releases it later.
+ * @returns The task's own return value, or ECANCELED if it was cancelled before it ran;
+ *          EINVAL if f is NULL.
+ * Any thread may call this, any number of times. On a worker it runs other tasks while
+ * it waits (so a task may wait for a task it submitted, even on a one-worker pool); on
+ * another thread it spins briefly, then sleeps. All the task's writes are visible to the
+ * caller once it returns.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_future_wait(heist_future *f);
+
+/**
+ * Wait at most timeout_ns nanoseconds for a future.
+ * @returns true if the task is done (heist_future_wait then returns at once), false on
+ *          timeout or if f is NULL.
+ * @since 0.1
+ */
+HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
+
+/**
+ * Whether the task has finished or was cancelled; never blocks. When it returns true,
+ * the task's writes are visible to the caller. false for NULL.
+ * @since 0.1
+ */
+HEIST_EXPORT bool heist_future_done(const heist_future *f);
+
+/**
+ * Cancel a future's task. If it has not started it never runs and the future gives
+ * ECANCELED; if it is running, heist_cancelled() turns true inside it and its own
+ * return value is delivered; if it is done, nothing changes. NULL is a no-op.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_future_cancel(heist_future *f);
+
+/**
+ * Release the caller's reference. A future released before it was waited for is
+ * detached: its task still runs. NULL is a no-op.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_future_release(heist_future *f);
+
+/**
+ * Inside a task: whether its future was cancelled while it runs. false elsewhere.
+ * @since 0.1
+ */
+HEIST_EXPORT bool heist_cancelled(void);
+
+/* ---------------------------------------------------------------------------------- */
+/* Fork-join                                                                          */
+
+/**
+ * A fork-join task record, declared by the caller in its own stack frame and passed to
+ * heist_spawn and then heist_sync. Its size is part of the ABI; its contents are the
+ * scheduler's: do not read or write them.
+ */
+typedef struct heist_task {
+	void *heist__private[6];
+} heist_task;
+
+/**
+ * Spawn fn(arg) as a child of the running task: push t on the current worker's deque,
+ * where an idle worker may steal it. No allocation, no lock, no system call.
+ * t must stay alive, untouched, until heist_sync(t) returns.
+ * Outside a worker, the task runs at once, inline, and sync returns its result.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_spawn(heist_task *t, heist_fn fn, void *arg);
+
+/**
+ * Wait for a spawned task and return fn's value. If nobody stole it, it runs now,
+ * inline. If it was stolen, the caller runs other work (the thief's first) until it is
+ * done. Syncs must come in the reverse order of their spawns (strict fork-join, as in
+ * Cilk); debug builds check this with an assertion.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_sync(heist_task *t);
+
+/**
+ * Run a(arg_a) and b(arg_b) in parallel: spawn b, run a, sync b.
+ * @returns a's value if nonzero, else b's.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_join(heist_fn a, void *arg_a, heist_fn b, void *arg_b);
+
+/**
+ * Run fn(arg) on the pool and wait for it: how an outside thread enters the pool to
+ * run a fork-join computation. On a worker of the same pool, fn runs inline.
+ * @returns fn's value; EINVAL if pool or fn is NULL; ENOMEM; ESHUTDOWN.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
+
+/* ---------------------------------------------------------------------------------- */
+/* Statistics                                                                         */
+
+/** One worker's counters, or the pool's totals. Counters only grow. */
+struct heist_worker_stats {
+	uint64_t executed;	  /**< tasks run: submitted, stolen, or synced inline */
+	uint64_t spawned;	  /**< heist_spawn calls on this worker */
+	uint64_t stolen;	  /**< tasks taken from another worker's deque */
+	uint64_t steal_attempts;  /**< victims tried, successful or not */
+	uint64_t injector_pops;	  /**< tasks taken from the injector */
+	uint64_t sleeps;	  /**< times the worker went to sleep */
+	uint64_t wakes;		  /**< times it was woken with work to find */
+};
+
+/** A pool's statistics: totals over its workers. */
+struct heist_stats {
+	unsigned workers;	  /**< heist_pool_size() */
+	uint64_t executed;
+	uint64_t spawned;
+	uint64_t stolen;
+	uint64_t steal_attempts;
+	uint64_t injector_pops;
+	uint64_t sleeps;
+	uint64_t wakes;
+};
+
+/**
+ * Read the pool's totals. Each counter is read atomically; the set is not a snapshot.
+ * @returns 0; EINVAL if pool or out is NULL.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_pool_stats(const heist_pool *pool, struct heist_stats *out);
+
+/**
+ * Read one worker's counters.
+ * @returns 0; EINVAL if pool or out is NULL or index >= heist_pool_size(pool).
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_pool_worker_stats(const heist_pool *pool, unsigned index,
+					 struct heist_worker_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HEIST_HEIST_H */

@@ -1,0 +1,174 @@
+/* deque.c - the slow paths of the per-worker deque (deque.h has the fast ones): the
+ * public pop of Chase-Lev, publishing the private region, stealing, and growing.
+ * Orderings follow Le et al., "Correct and Efficient Work-Stealing for Weak Memory
+ * Models" (PPoPP 2013), figure 1; the comments name each pair. */
+#include "deque.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static struct deque_array *
+array_new(size_t capacity)
+{
+	struct deque_array *a = malloc(sizeof(*a) + capacity * sizeof(a->slot[0]));
+	if (!a)
+		return NULL;
+	a->mask = (int64_t)capacity - 1;
+	return a;
+}
+
+static void
+array_free_rcu(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct deque_array, rcu));
+}
+
+int
+heist__deque_init(struct deque *dq, size_t capacity)
+{
+	size_t cap = 2;
+	while (cap < capacity)
+		cap *= 2;
+	struct deque_array *a = array_new(cap);
+	if (!a)
+		return ENOMEM;
+	atomic_init(&dq->bottom, 0);
+	atomic_init(&dq->public_bottom, 0);
+	atomic_init(&dq->top, 0);
+	atomic_init(&dq->split_request, false);
+	atomic_init(&dq->shared_array, a);
+	dq->array = a;
+	dq->public_cache = 0;
+	dq->top_cache = 0;
+	dq->grows = 0;
+	return 0;
+}
+
+void
+heist__deque_fini(struct deque *dq)
+{
+	free(dq->array);
+	dq->array = NULL;
+}
+
+/* Owner only: double the array. Thieves may still be reading the old one (they loaded
+ * shared_array before our store), so it is retired with call_rcu, not freed. Workers
+ * are QSBR readers (worker.c): a thief never reports a quiescent state inside
+ * heist__deque_steal, so the old array outlives every steal that could see it. */
+noinline int
+heist__deque_grow(struct deque *dq)
+{
+	struct deque_array *old = dq->array;
+	struct deque_array *a = array_new((size_t)(old->mask + 1) * 2);
+	if (!a)
+		return ENOMEM;
+	/* acquire: pairs with thieves' CAS of top; slots below it are theirs. */
+	int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	for (int64_t i = t; i < b; i++)
+		atomic_store_explicit(&a->slot[i & a->mask],
+				      atomic_load_explicit(&old->slot[i & old->mask],
+							   memory_order_relaxed),
+				      memory_order_relaxed);
+	/* release: the copied slots are visible to a thief that loads the new array;
+	 * pairs with the acquire load of shared_array in heist__deque_steal. */
+	atomic_store_explicit(&dq->shared_array, a, memory_order_release);
+	dq->array = a;
+	dq->grows++;
+	urcu_qsbr_call_rcu(&old->rcu, array_free_rcu);
+	return 0;
+}
+
+/* Owner only: make every queued task public. */
+noinline void
+heist__deque_publish(struct deque *dq)
+{
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	/* relaxed: a thief that raises the flag again after this simply waits for
+	 * our next publish; the flag carries no data. */
+	atomic_store_explicit(&dq->split_request, false, memory_order_relaxed);
+	/* seq_cst, so release: the slots stored before it are visible to a thief whose
+	 * acquire load of public_bottom (heist__deque_steal) sees this value. seq_cst
+	 * because the sleep protocol needs it: a worker about to sleep makes a seq_cst
+	 * update of the sleep state and then looks at public_bottom (sleep.c); the
+	 * publisher then loads that state. One of the two sees the other. */
+	atomic_store_explicit(&dq->public_bottom, b, memory_order_seq_cst);
+	dq->public_cache = b;
+}
+
+/* Owner only: pop the bottom task when the private region is empty or a thief asked
+ * for work (then everything is published first and the pop goes through the public
+ * protocol). */
+noinline struct task *
+heist__deque_pop_public(struct deque *dq)
+{
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	if (b > dq->public_cache)
+		heist__deque_publish(dq);
+	b = b - 1;
+	/* relaxed store, then the seq_cst fence: our claim on slot b must be visible
+	 * before we read top. Pairs with the fence in heist__deque_steal between its
+	 * loads of top and public_bottom; without the pair, the owner and a thief can
+	 * both take the last task. */
+	atomic_store_explicit(&dq->public_bottom, b, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	int64_t t = atomic_load_explicit(&dq->top, memory_order_relaxed);
+	struct task *x = NULL;
+	if (t <= b) {
+		x = atomic_load_explicit(&dq->array->slot[b & dq->array->mask],
+					 memory_order_relaxed);
+		if (t == b) {
+			/* The last task: race the thieves for it with a CAS on top, as
+			 * they do. seq_cst, as in the paper; failure is relaxed because
+			 * losing publishes nothing to us. */
+			if (!atomic_compare_exchange_strong_explicit(
+				    &dq->top, &t, t + 1, memory_order_seq_cst,
+				    memory_order_relaxed))
+				x = NULL;
+			b = b + 1;	/* empty either way: bottom = top */
+		}
+	} else {
+		b = b + 1;	/* it was empty; undo our claim */
+	}
+	/* relaxed: restoring public_bottom after a failed or last pop publishes no
+	 * slot; a thief that reads the lower value sees an empty deque and retries. */
+	atomic_store_explicit(&dq->public_bottom, b, memory_order_relaxed);
+	atomic_store_explicit(&dq->bottom, b, memory_order_relaxed);
+	dq->public_cache = b;
+	return x;
+}
+
+/* Any worker but the owner. STEAL_ABORT means another thief or the owner won the
+ * race for the same slot: the deque may still hold work. */
+enum steal_result
+heist__deque_steal(struct deque *dq, struct task **out)
+{
+	/* acquire: pairs with the CAS of top by other thieves and by the owner's pop of
+	 * the last slot, so we never read a slot older than the top we saw. */
+	int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
+	/* seq_cst fence: pairs with the fence in heist__deque_pop_public (see there). */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* acquire: pairs with the release (seq_cst) store in heist__deque_publish, so
+	 * the slots below this bottom hold the tasks the owner stored. */
+	int64_t b = atomic_load_explicit(&dq->public_bottom, memory_order_acquire);
+	if (t >= b) {
+		/* Ask the owner to publish. Load first so that many idle thieves do
+		 * not keep pulling the line away from the owner; relaxed, the flag
+		 * carries no data (see heist__deque_publish). */
+		if (!atomic_load_explicit(&dq->split_request, memory_order_relaxed))
+			atomic_store_explicit(&dq->split_request, true, memory_order_relaxed);
+		return STEAL_EMPTY;
+	}
+	/* acquire (the paper's consume): pairs with the release store in
+	 * heist__deque_grow, so a new array's copied slots are visible. Reading an old
+	 * array is safe: QSBR keeps it alive until we report a quiescent state. */
+	struct deque_array *a = atomic_load_explicit(&dq->shared_array, memory_order_acquire);
+	struct task *x = atomic_load_explicit(&a->slot[t & a->mask], memory_order_relaxed);
+	/* seq_cst as in the paper; on failure relaxed: we take nothing. */
+	if (!atomic_compare_exchange_strong_explicit(&dq->top, &t, t + 1,
+						     memory_order_seq_cst,
+						     memory_order_relaxed))
+		return STEAL_ABORT;
+	*out = x;
+	return STEAL_OK;
+}

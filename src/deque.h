@@ -1,0 +1,142 @@
+/* deque.h - the per-worker Chase-Lev deque, with a private region at the bottom.
+ *
+ * The owner pushes and pops at the bottom; thieves take from the top. Slots in
+ * [top, public_bottom) are public: thieves may take them, and the owner pops them with
+ * the protocol of Le, Pop, Cohen, Zappa Nardelli, "Correct and Efficient Work-Stealing
+ * for Weak Memory Models" (PPoPP 2013). Slots in [public_bottom, bottom) are private:
+ * only the owner touches them, so pushing and popping there needs no fence and no
+ * atomic read-modify-write (the split deque of Lace, van Dijk and van de Pol 2014).
+ * A thief that finds the public part empty raises split_request; the owner publishes
+ * its private slots at its next push or pop. Victim choice lives in worker.c. */
+#ifndef HEIST_DEQUE_H
+#define HEIST_DEQUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "internal.h"
+#include "task.h"
+
+struct deque_array {
+	struct rcu_head rcu;	/* retired through call_rcu after a grow */
+	int64_t mask;		/* capacity - 1; capacity is a power of two */
+	_Atomic(struct task *) slot[];
+};
+
+struct deque {
+	/* Owner's line: written by the owner only. bottom is atomic so that
+	 * heist_pool_pending can read it from any thread; the owner's relaxed accesses
+	 * compile to plain moves. */
+	CACHE_ALIGNED _Atomic int64_t bottom;
+	int64_t public_cache;		/* == public_bottom: the owner is its only writer */
+	int64_t top_cache;		/* a top we saw; never above the real top */
+	struct deque_array *array;	/* == shared_array */
+	uint64_t grows;
+
+	/* Written by the owner when it publishes or grows, read by thieves. */
+	CACHE_ALIGNED _Atomic int64_t public_bottom;
+	_Atomic(struct deque_array *) shared_array;
+
+	/* Written by thieves (CAS) and by the owner when it takes the last public slot. */
+	CACHE_ALIGNED _Atomic int64_t top;
+
+	/* Written by hungry thieves, read by the owner at each push and pop. */
+	CACHE_ALIGNED _Atomic bool split_request;
+};
+
+enum steal_result { STEAL_OK, STEAL_EMPTY, STEAL_ABORT };
+
+int heist__deque_init(struct deque *dq, size_t capacity);
+void heist__deque_fini(struct deque *dq);	/* the owner's array; retired ones go by RCU */
+int heist__deque_grow(struct deque *dq);
+struct task *heist__deque_pop_public(struct deque *dq);
+void heist__deque_publish(struct deque *dq);
+enum steal_result heist__deque_steal(struct deque *dq, struct task **out);
+
+/* Tasks queued, public and private: any thread, a racy snapshot. */
+static inline size_t
+heist__deque_size(const struct deque *dq)
+{
+	int64_t b = atomic_load_explicit((_Atomic int64_t *)&dq->bottom, memory_order_relaxed);
+	int64_t t = atomic_load_explicit((_Atomic int64_t *)&dq->top, memory_order_relaxed);
+	return b > t ? (size_t)(b - t) : 0;
+}
+
+/* Whether a thief could take something now: for the sleep protocol's last look. The
+ * caller has issued a seq_cst fence before; the acquire loads pair with the owner's
+ * release store of public_bottom in heist__deque_publish. */
+static inline bool
+heist__deque_has_public(struct deque *dq)
+{
+	int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
+	int64_t b = atomic_load_explicit(&dq->public_bottom, memory_order_acquire);
+	return t < b;
+}
+
+/* Owner only. Push a task privately. Returns 0, or ENOMEM if the array was full and
+ * could not grow (the task is then not queued). */
+static inline int
+heist__deque_push(struct deque *dq, struct task *t)
+{
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	struct deque_array *a = dq->array;
+	if (unlikely(b - dq->top_cache > a->mask)) {
+		/* acquire: pairs with a thief's CAS of top, so its read of the slot we
+		 * are about to reuse happens before our write to it. */
+		dq->top_cache = atomic_load_explicit(&dq->top, memory_order_acquire);
+		if (b - dq->top_cache > a->mask) {
+			int err = heist__deque_grow(dq);
+			if (err)
+				return err;
+			a = dq->array;
+		}
+	}
+	/* relaxed: the slot is private until publish's release store of public_bottom. */
+	atomic_store_explicit(&a->slot[b & a->mask], t, memory_order_relaxed);
+	atomic_store_explicit(&dq->bottom, b + 1, memory_order_relaxed);
+	return 0;
+}
+
+/* Owner only: a thief asked for work. relaxed: a late answer only delays a steal,
+ * and publish orders what it hands over. */
+static inline bool
+heist__deque_split_requested(struct deque *dq)
+{
+	return atomic_load_explicit(&dq->split_request, memory_order_relaxed);
+}
+
+/* Owner only. The bottom task, if it is private, else NULL (without taking it). */
+static inline struct task *
+heist__deque_peek_private(struct deque *dq)
+{
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	if (b <= dq->public_cache)
+		return NULL;
+	return atomic_load_explicit(&dq->array->slot[(b - 1) & dq->array->mask],
+				    memory_order_relaxed);
+}
+
+/* Owner only. Drop the bottom task, which heist__deque_peek_private returned. */
+static inline void
+heist__deque_drop_private(struct deque *dq)
+{
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	atomic_store_explicit(&dq->bottom, b - 1, memory_order_relaxed);
+}
+
+/* Owner only. Take the bottom task (LIFO), private first, or NULL when empty. */
+static inline struct task *
+heist__deque_pop(struct deque *dq)
+{
+	struct task *t = heist__deque_peek_private(dq);
+	if (t && !heist__deque_split_requested(dq)) {
+		heist__deque_drop_private(dq);
+		return t;
+	}
+	return heist__deque_pop_public(dq);
+}
+
+#endif

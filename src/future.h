@@ -1,0 +1,63 @@
+/* future.h - a submitted job: its task record and its future in one record from the
+ * per-thread caches (record.h). The pool holds one reference until the job has run
+ * or been dropped as cancelled; the caller holds one if it asked for a future. */
+#ifndef HEIST_FUTURE_H
+#define HEIST_FUTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "record.h"
+#include "task.h"
+
+/* heist_future.state: one of these, plus FUT_WAITERS while a thread sleeps on it. */
+enum {
+	FUT_QUEUED = 0,
+	FUT_RUNNING = 1,
+	FUT_DONE = 2,
+	FUT_CANCELLED = 3,
+	FUT_MASK = 3,
+	FUT_WAITERS = 4,
+};
+
+struct heist_future {
+	struct task task;		/* task.state == TASK_JOB; result in task.result */
+	/* The job's life: QUEUED -> RUNNING -> DONE, or QUEUED -> CANCELLED. The
+	 * final store is a release that publishes task.result and the task's writes;
+	 * waiters load it with acquire. Also the futex word outside waiters sleep on. */
+	_Atomic uint32_t state;
+	_Atomic uint32_t refs;
+	/* Set once by heist_future_cancel; read by heist_cancelled inside the task.
+	 * relaxed both sides: it is a request, not a publication. */
+	_Atomic bool cancel_requested;
+};
+
+static_assert(sizeof(struct heist_future) <= RECORD_BYTES, "a job fits its record");
+
+/* A queued job with refs = 1 (the pool's) + 1 if with_future. NULL: out of memory. */
+struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);
+
+/* Run a job taken from a queue (or skip it if cancelled), then drop the pool's
+ * reference. Any worker. */
+void heist__job_run(struct heist_future *j);
+
+/* Drop one reference; the last returns the record to its cache. */
+void heist__job_release(struct heist_future *j);
+
+static inline bool
+heist__job_done(const struct heist_future *j)
+{
+	/* acquire: pairs with the final release store in future.c, so the task's
+	 * result and writes are visible once this is true. */
+	uint32_t s = atomic_load_explicit((_Atomic uint32_t *)&j->state, memory_order_acquire);
+	return (s & FUT_MASK) >= FUT_DONE;
+}
+
+/* An outside thread's wait: spin briefly, then sleep on the futex. deadline_ns 0:
+ * none. Returns whether the job is done. */
+bool heist__job_block(struct heist_future *j, uint64_t deadline_ns);
+
+/* Sleep on the job's futex for at most timeout_ns unless it is done. */
+void heist__job_nap(struct heist_future *j, uint64_t timeout_ns);
+
+#endif

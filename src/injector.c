@@ -1,0 +1,127 @@
+/* injector.c - the multi-producer queue for submissions from outside the pool.
+ * An intrusive linked list after Dmitry Vyukov's non-intrusive-node MPSC queue:
+ * producers exchange the tail and then link the old tail to their node; one consumer
+ * walks from the head. Workers take turns at being the consumer with a try-flag and
+ * take a batch each time, so the flag is held briefly and rarely. */
+#include "injector.h"
+
+#include <limits.h>
+
+#include "futex.h"
+
+void
+heist__injector_init(struct injector *q, size_t limit)
+{
+	atomic_init(&q->stub.next, NULL);
+	atomic_init(&q->tail, &q->stub);
+	q->head = &q->stub;
+	atomic_init(&q->consuming, false);
+	atomic_init(&q->depth, 0);
+	q->limit = limit;
+	atomic_init(&q->room_seq, 0);
+	atomic_init(&q->room_waiters, 0);
+}
+
+void
+heist__injector_reserve(struct injector *q)
+{
+	if (!q->limit) {
+		/* seq_cst: see injector.h. */
+		atomic_fetch_add_explicit(&q->depth, 1, memory_order_seq_cst);
+		return;
+	}
+	for (;;) {
+		size_t d = atomic_load_explicit(&q->depth, memory_order_relaxed);
+		if (d < q->limit) {
+			if (atomic_compare_exchange_weak_explicit(&q->depth, &d, d + 1,
+								  memory_order_seq_cst,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		/* Full. Announce ourselves, then look again: the consumer subtracts
+		 * from depth and then reads room_waiters (both seq_cst), we add to
+		 * room_waiters and then read depth, so one of us sees the other. */
+		uint32_t seq = atomic_load_explicit(&q->room_seq, memory_order_acquire);
+		atomic_fetch_add_explicit(&q->room_waiters, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&q->depth, memory_order_seq_cst) >= q->limit)
+			heist__futex_wait(&q->room_seq, seq, 0);
+		atomic_fetch_sub_explicit(&q->room_waiters, 1, memory_order_relaxed);
+	}
+}
+
+void
+heist__injector_push(struct injector *q, struct task *t)
+{
+	atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
+	/* acq_rel: acquire so that our link below follows the previous producer's
+	 * store of prev itself; release so the consumer that reaches t through a
+	 * later producer's link sees t's fields. */
+	struct task *prev = atomic_exchange_explicit(&q->tail, t, memory_order_acq_rel);
+	/* release: publishes t's fields (fn, arg, the job) to the consumer's acquire
+	 * load of prev->next in take_one. Until this store the consumer sees a gap and
+	 * stops (take_one returns NULL with depth still counting t). */
+	atomic_store_explicit(&prev->next, t, memory_order_release);
+}
+
+/* Consumer only. NULL when empty or when a producer is between exchange and link. */
+static struct task *
+take_one(struct injector *q)
+{
+	struct task *head = q->head;
+	/* acquire: pairs with the release store of the link in heist__injector_push. */
+	struct task *next = atomic_load_explicit(&head->next, memory_order_acquire);
+	if (head == &q->stub) {
+		if (!next)
+			return NULL;
+		q->head = head = next;
+		next = atomic_load_explicit(&head->next, memory_order_acquire);
+	}
+	if (next) {
+		q->head = next;
+		return head;
+	}
+	/* head is the last linked node. If it is also the tail, put the stub behind
+	 * it so that head can be handed out; otherwise a producer is mid-push. */
+	if (atomic_load_explicit(&q->tail, memory_order_acquire) != head)
+		return NULL;
+	heist__injector_push(q, &q->stub);
+	next = atomic_load_explicit(&head->next, memory_order_acquire);
+	if (!next)
+		return NULL;
+	q->head = next;
+	return head;
+}
+
+size_t
+heist__injector_take(struct injector *q, struct task **out, size_t max)
+{
+	/* relaxed peeks: a stale value only delays the take to the next look. */
+	if (atomic_load_explicit(&q->depth, memory_order_relaxed) == 0 ||
+	    atomic_load_explicit(&q->consuming, memory_order_relaxed))
+		return 0;
+	/* acquire: pairs with the release store that frees the flag below, so we see
+	 * the head the previous consumer left. */
+	if (atomic_exchange_explicit(&q->consuming, true, memory_order_acquire))
+		return 0;
+	size_t n = 0;
+	while (n < max) {
+		struct task *t = take_one(q);
+		if (!t)
+			break;
+		out[n++] = t;
+	}
+	/* release: hands our head to the next consumer's acquire exchange. */
+	atomic_store_explicit(&q->consuming, false, memory_order_release);
+	if (n) {
+		/* seq_cst: pairs with the producers' reserve (see there). */
+		atomic_fetch_sub_explicit(&q->depth, n, memory_order_seq_cst);
+		if (q->limit && atomic_load_explicit(&q->room_waiters, memory_order_seq_cst)) {
+			/* release: nothing rides on it but the wake; the waiters
+			 * re-read depth themselves. */
+			atomic_fetch_add_explicit(&q->room_seq, 1, memory_order_release);
+			heist__futex_wake(&q->room_seq, INT_MAX);
+		}
+	}
+	return n;
+}

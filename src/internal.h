@@ -1,0 +1,50 @@
+/* internal.h - what every source file needs: cache-line size, branch hints, the
+ * pause instruction, and owner-only statistics counters. Nothing here is installed. */
+#ifndef HEIST_INTERNAL_H
+#define HEIST_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "heist/heist.h"
+
+/* 128, not 64: x86's adjacent-line prefetcher pulls cache lines in pairs, so two
+ * hot fields 64 bytes apart still slow each other down. */
+#define CACHE_LINE 128
+#define CACHE_ALIGNED _Alignas(CACHE_LINE)
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define noinline __attribute__((noinline))
+
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* A statistics counter: written only by the worker that owns it, read by any thread
+ * through heist_pool_stats. Relaxed is enough: readers want a recent value, not an
+ * ordering, and one writer means load + store cannot lose an increment. */
+typedef _Atomic uint64_t counter;
+
+static inline void
+counter_add(counter *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+static inline uint64_t
+counter_read(const counter *c)
+{
+	return atomic_load_explicit((counter *)c, memory_order_relaxed);
+}
+
+#endif

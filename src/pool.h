@@ -1,0 +1,39 @@
+/* pool.h - the pool object shared by pool.c (lifetime, submit, statistics) and
+ * worker.c (the loops). */
+#ifndef HEIST_POOL_H
+#define HEIST_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "injector.h"
+#include "internal.h"
+#include "sleep.h"
+#include "worker.h"
+
+struct heist_pool {
+	struct worker *workers;
+	unsigned n;
+	unsigned spin;			/* steal rounds before sleeping */
+	size_t stack_size;
+	char name[16];
+
+	struct injector injector;
+	struct sleep sleep;
+
+	/* Jobs accepted and not yet finished. Submitters add at once; workers
+	 * subtract in batches (done_unflushed) when they run out of work, so the count
+	 * is never below the truth and reaches 0 only when everything has run. */
+	CACHE_ALIGNED _Atomic uint64_t live;
+	_Atomic uint32_t drain_seq;	/* destroy sleeps on it while live > 0 */
+
+	/* Read by submitters and workers, written once each by destroy. */
+	CACHE_ALIGNED _Atomic bool shutting;	/* outside submits get ESHUTDOWN */
+	_Atomic bool stop;			/* drained: workers exit */
+};
+
+/* Subtract n finished jobs from live; wakes destroy when that drains the pool. */
+void heist__pool_finished(struct heist_pool *pool, uint64_t n);
+
+#endif

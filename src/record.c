@@ -1,0 +1,148 @@
+/* record.c - per-thread record caches. The owning thread allocates from its local
+ * free list; any other thread frees by pushing onto the owner's remote stack (a
+ * Treiber stack that the owner empties with one exchange, so there is no ABA). When
+ * the owner exits, the stack is sealed with ORPHANED: records that come back later
+ * are freed, and the last one frees the cache. Unbounded by design: a cache keeps as
+ * many records as its thread ever had in flight, and gives them back at thread exit. */
+#include "record.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+struct cache;
+
+struct record {
+	struct cache *home;
+	struct record *next;
+	_Alignas(16) unsigned char body[RECORD_BYTES];
+};
+
+#define ORPHANED ((struct record *)1)
+
+struct cache {
+	struct record *local;			/* owner only */
+	long allocated, freed;			/* owner only: malloc and free calls */
+	/* Other threads push freed records here; the owner takes them all. */
+	struct record *_Atomic remote;
+	/* After ORPHANED: records still out; whoever brings it to 0 frees the cache. */
+	_Atomic long outstanding;
+};
+
+static __thread struct cache *my_cache __attribute__((tls_model("initial-exec")));
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+static void
+free_list(struct cache *c, struct record *r)
+{
+	while (r) {
+		struct record *next = r->next;
+		free(r);
+		c->freed++;
+		r = next;
+	}
+}
+
+static void
+cache_release(struct cache *c, long n)
+{
+	/* acq_rel: the thread that brings the count to zero frees the cache, after
+	 * every other thread's last use of it. Counts may dip below zero when records
+	 * come home before the owner adds its total; only the last change reaches 0. */
+	if (atomic_fetch_add_explicit(&c->outstanding, n, memory_order_acq_rel) + n == 0)
+		free(c);
+}
+
+static void
+cache_exit(void *p)
+{
+	struct cache *c = p;
+	my_cache = NULL;
+	/* acquire: pairs with the release CAS of remote frees, so their records'
+	 * contents are ours to free. */
+	struct record *r = atomic_exchange_explicit(&c->remote, ORPHANED, memory_order_acquire);
+	free_list(c, r);
+	free_list(c, c->local);
+	c->local = NULL;
+	cache_release(c, c->allocated - c->freed);
+}
+
+static void
+make_key(void)
+{
+	pthread_key_create(&cache_key, cache_exit);
+}
+
+static struct cache *
+cache_get(void)
+{
+	struct cache *c = my_cache;
+	if (c)
+		return c;
+	pthread_once(&cache_key_once, make_key);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	atomic_init(&c->remote, NULL);
+	atomic_init(&c->outstanding, 0);
+	if (pthread_setspecific(cache_key, c)) {
+		free(c);
+		return NULL;
+	}
+	my_cache = c;
+	return c;
+}
+
+void *
+heist__record_alloc(void)
+{
+	struct cache *c = cache_get();
+	if (!c)
+		return NULL;
+	struct record *r = c->local;
+	if (!r) {
+		/* acquire: pairs with the release CAS in heist__record_free. */
+		r = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
+	}
+	if (r) {
+		c->local = r->next;
+		return r->body;
+	}
+	r = malloc(sizeof(*r));
+	if (!r)
+		return NULL;
+	c->allocated++;
+	r->home = c;
+	return r->body;
+}
+
+void
+heist__record_free(void *p)
+{
+	if (!p)
+		return;
+	struct record *r = (struct record *)((unsigned char *)p - offsetof(struct record, body));
+	struct cache *c = r->home;
+	if (c == my_cache) {
+		r->next = c->local;
+		c->local = r;
+		return;
+	}
+	struct record *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
+	for (;;) {
+		if (head == ORPHANED) {
+			free(r);
+			cache_release(c, -1);
+			return;
+		}
+		r->next = head;
+		/* release: the owner's acquire exchange sees r->next and r's contents. */
+		if (atomic_compare_exchange_weak_explicit(&c->remote, &head, r,
+							  memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+}

@@ -1,0 +1,147 @@
+/* sleep.c - parking and waking idle workers (the protocol is in sleep.h). The state
+ * word is read lock-free on every notification; the mutex is taken only to change the
+ * idle stack, which happens on the way to a futex sleep or a wake, both of them
+ * system calls that cost far more than the lock. */
+#include "sleep.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "futex.h"
+
+enum { AWAKE = 0, SLEEPING = 1 };
+#define ONE_SEARCHER ((uint64_t)1 << 32)
+#define ONE_SLEEPER ((uint64_t)1)
+
+int
+heist__sleep_init(struct sleep *s, unsigned n)
+{
+	s->idle = calloc(n, sizeof(*s->idle));
+	s->sleepers = aligned_alloc(CACHE_LINE, sizeof(*s->sleepers) * n);
+	if (!s->idle || !s->sleepers) {
+		free(s->idle);
+		free(s->sleepers);
+		return ENOMEM;
+	}
+	int err = pthread_mutex_init(&s->lock, NULL);
+	if (err) {
+		free(s->idle);
+		free(s->sleepers);
+		return err;
+	}
+	for (unsigned i = 0; i < n; i++)
+		atomic_init(&s->sleepers[i].word, AWAKE);
+	atomic_init(&s->state, 0);
+	s->nidle = 0;
+	s->n = n;
+	return 0;
+}
+
+void
+heist__sleep_fini(struct sleep *s)
+{
+	pthread_mutex_destroy(&s->lock);
+	free(s->idle);
+	free(s->sleepers);
+}
+
+void
+heist__sleep_start_search(struct sleep *s)
+{
+	/* relaxed: a searcher only suppresses wakes; the searcher then looks at every
+	 * queue itself, and before it sleeps the seq_cst steps of sleep.h run. */
+	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_relaxed);
+}
+
+void
+heist__sleep_stop_search(struct sleep *s)
+{
+	/* seq_cst: if we were the last searcher, the work we found may have company,
+	 * and a notifier that saw us searching did not wake anyone; so we wake the
+	 * next one ourselves (Go's "wakep" on leaving the spinning state). */
+	uint64_t old = atomic_fetch_sub_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
+	if ((old >> 32) == 1 && (uint32_t)old != 0)
+		heist__sleep_notify_slow(s);
+}
+
+void
+heist__sleep_prepare(struct sleep *s, unsigned i)
+{
+	pthread_mutex_lock(&s->lock);
+	atomic_store_explicit(&s->sleepers[i].word, SLEEPING, memory_order_relaxed);
+	s->idle[s->nidle++] = i;
+	/* seq_cst: step (1) of sleep.h; the fence is step (2)'s, before the caller's
+	 * last look at the queues. */
+	atomic_fetch_add_explicit(&s->state, ONE_SLEEPER - ONE_SEARCHER, memory_order_seq_cst);
+	pthread_mutex_unlock(&s->lock);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+void
+heist__sleep_cancel(struct sleep *s, unsigned i)
+{
+	pthread_mutex_lock(&s->lock);
+	/* relaxed under the lock: wakers change the word only while holding it. */
+	if (atomic_load_explicit(&s->sleepers[i].word, memory_order_relaxed) == SLEEPING) {
+		for (unsigned k = 0; k < s->nidle; k++) {
+			if (s->idle[k] == i) {
+				s->idle[k] = s->idle[--s->nidle];
+				break;
+			}
+		}
+		atomic_store_explicit(&s->sleepers[i].word, AWAKE, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->state, ONE_SEARCHER - ONE_SLEEPER,
+					  memory_order_seq_cst);
+	}
+	/* else a waker already took us off the stack and counted us as a searcher. */
+	pthread_mutex_unlock(&s->lock);
+}
+
+void
+heist__sleep_wait(struct sleep *s, unsigned i)
+{
+	/* acquire: pairs with the waker's release store of AWAKE. */
+	while (atomic_load_explicit(&s->sleepers[i].word, memory_order_acquire) == SLEEPING)
+		heist__futex_wait(&s->sleepers[i].word, SLEEPING, 0);
+}
+
+/* Under the lock: take one sleeper off the stack and make it a searcher. */
+static int
+pop_sleeper(struct sleep *s)
+{
+	if (!s->nidle)
+		return -1;
+	unsigned j = s->idle[--s->nidle];
+	/* seq_cst: it is a searcher from now on, so no other notifier wakes a second
+	 * worker for the same work. */
+	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER - ONE_SLEEPER, memory_order_seq_cst);
+	/* release: pairs with the acquire load in heist__sleep_wait. */
+	atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
+	return (int)j;
+}
+
+void
+heist__sleep_notify_slow(struct sleep *s)
+{
+	pthread_mutex_lock(&s->lock);
+	/* Look again under the lock: another notifier may have woken someone. */
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
+	int j = (st >> 32) == 0 ? pop_sleeper(s) : -1;
+	pthread_mutex_unlock(&s->lock);
+	if (j >= 0)
+		heist__futex_wake(&s->sleepers[j].word, 1);
+}
+
+void
+heist__sleep_wake_all(struct sleep *s)
+{
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		int j = pop_sleeper(s);
+		pthread_mutex_unlock(&s->lock);
+		if (j < 0)
+			return;
+		heist__futex_wake(&s->sleepers[j].word, 1);
+	}
+}

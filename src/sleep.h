@@ -1,0 +1,69 @@
+/* sleep.h - the idle protocol: who is searching for work, who sleeps, and whom to
+ * wake. Work made available wakes at most one sleeper, and none while some worker is
+ * already searching; the last searcher to find work wakes the next (so a burst fans
+ * out one worker at a time, as Go's scheduler does with its spinning threads).
+ *
+ * The no-lost-wake-up argument. A worker going to sleep (1) moves itself from
+ * searching to sleeping with a seq_cst read-modify-write of `state`, (2) issues a
+ * seq_cst fence and looks at every place work can appear, and sleeps only if all are
+ * empty. Whoever makes work available (3) writes the place with a seq_cst store or
+ * RMW (injector depth, deque public_bottom), then (4) loads `state` with seq_cst and
+ * wakes a sleeper if nobody searches. In the single total order of seq_cst operations
+ * either (1) precedes (4), and the waker sees the sleeper, or (3) precedes (2)'s
+ * look, and the sleeper sees the work. */
+#ifndef HEIST_SLEEP_H
+#define HEIST_SLEEP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+struct sleeper {
+	/* SLEEPING while on the idle stack; a waker stores AWAKE (release) and then
+	 * calls futex wake. Its own line: only it and its waker touch it. */
+	CACHE_ALIGNED _Atomic uint32_t word;
+};
+
+struct sleep {
+	/* Searchers in the high 32 bits, sleepers in the low 32. Read by every thread
+	 * that makes work available; written when workers start or stop searching. */
+	CACHE_ALIGNED _Atomic uint64_t state;
+
+	CACHE_ALIGNED pthread_mutex_t lock;	/* guards idle[] and nidle */
+	unsigned *idle;				/* indices of sleeping workers */
+	unsigned nidle;
+	unsigned n;
+	struct sleeper *sleepers;		/* one per worker */
+};
+
+int heist__sleep_init(struct sleep *s, unsigned n);
+void heist__sleep_fini(struct sleep *s);
+
+void heist__sleep_start_search(struct sleep *s);
+void heist__sleep_stop_search(struct sleep *s);
+
+/* Step (1): worker i leaves the searchers for the sleepers. The caller then looks
+ * for work and calls heist__sleep_cancel if it finds some, else heist__sleep_wait. */
+void heist__sleep_prepare(struct sleep *s, unsigned i);
+void heist__sleep_cancel(struct sleep *s, unsigned i);
+/* Sleeps until woken; returns a searcher. */
+void heist__sleep_wait(struct sleep *s, unsigned i);
+
+/* Step (4): after a seq_cst write that made work available. */
+void heist__sleep_notify_slow(struct sleep *s);
+
+static inline void
+heist__sleep_notify(struct sleep *s)
+{
+	/* seq_cst: step (4) of the protocol above. */
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
+	if ((uint32_t)st != 0 && (st >> 32) == 0)
+		heist__sleep_notify_slow(s);
+}
+
+/* Wake every sleeper (shutdown). */
+void heist__sleep_wake_all(struct sleep *s);
+
+#endif

@@ -1,0 +1,53 @@
+/* worker.h - a worker thread: its deque, its statistics, and the loops that find
+ * work for it (the main loop, and the helping loops of sync and future waits). */
+#ifndef HEIST_WORKER_H
+#define HEIST_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "deque.h"
+#include "internal.h"
+
+struct heist_pool;
+struct heist_future;
+
+struct worker {
+	struct deque dq;		/* first: its owner line is the hottest */
+
+	/* Owner's line: written only by this worker (stats are read by anyone). */
+	CACHE_ALIGNED struct heist_pool *pool;
+	unsigned index;
+	bool profile;
+	uint64_t rng;
+	uint64_t done_unflushed;	/* jobs finished, not yet subtracted from pool->live */
+	struct {
+		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,
+			wakes;
+	} stats;
+	pthread_t thread;
+	bool has_thread;
+};
+
+/* The worker running on this thread, or NULL. initial-exec: one %fs-relative load,
+ * not a __tls_get_addr call, even in the shared library. */
+extern __thread struct worker *heist__self __attribute__((tls_model("initial-exec")));
+
+void *heist__worker_main(void *arg);
+
+/* Run any task taken from a queue: a stolen spawned task or a job. */
+void heist__worker_run(struct worker *w, struct task *t);
+
+/* Publish the private deque region and wake a sleeper if nobody searches. */
+void heist__worker_publish(struct worker *w);
+
+/* heist_sync's slow path: t was not at the bottom of the deque. */
+int heist__worker_sync_slow(struct worker *w, struct task *t);
+
+/* Helping waits for a job: run other work until it is done. */
+void heist__worker_wait_job(struct worker *w, struct heist_future *j);
+bool heist__worker_wait_job_until(struct worker *w, struct heist_future *j,
+				  uint64_t deadline_ns);
+
+#endif
