@@ -1,0 +1,215 @@
+/* test-deque.c - the deque alone: LIFO pop, FIFO steal, publishing the private
+ * region, growth across several doublings, and an owner pushing and popping while
+ * three thieves steal, every item taken exactly once. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "deque.h"
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+enum { STRESS_ITEMS = 1000000 };
+#else
+enum { STRESS_ITEMS = 10000000 };
+#endif
+enum { THIEVES = 3 };
+
+/* The deque never dereferences its tasks, so numbers stand in for them. */
+static struct task *item(uintptr_t i) { return (struct task *)(i + 1); }
+static uintptr_t index_of(struct task *t) { return (uintptr_t)t - 1; }
+
+static int
+setup(void **state)
+{
+	struct deque *dq = aligned_alloc(CACHE_LINE, sizeof(*dq));
+	if (!dq || heist__deque_init(dq, 2))	/* tiny, so tests also grow it */
+		return -1;
+	*state = dq;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	heist__deque_fini(*state);
+	free(*state);
+	return 0;
+}
+
+static void
+pop_is_lifo(void **state)
+{
+	struct deque *dq = *state;
+	for (uintptr_t i = 0; i < 5; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	for (uintptr_t i = 5; i-- > 0;)
+		assert_ptr_equal(heist__deque_pop(dq), item(i));
+	assert_null(heist__deque_pop(dq));
+	assert_int_equal(heist__deque_size(dq), 0);
+}
+
+static void
+private_tasks_cannot_be_stolen(void **state)
+{
+	struct deque *dq = *state;
+	struct task *t = NULL;
+	assert_int_equal(heist__deque_push(dq, item(7)), 0);
+	assert_int_equal(heist__deque_steal(dq, &t), STEAL_EMPTY);
+	/* The failed steal asked the owner to publish. */
+	assert_true(heist__deque_split_requested(dq));
+	heist__deque_publish(dq);
+	assert_false(heist__deque_split_requested(dq));
+	assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+	assert_ptr_equal(t, item(7));
+	assert_null(heist__deque_pop(dq));
+}
+
+static void
+steal_is_fifo(void **state)
+{
+	struct deque *dq = *state;
+	for (uintptr_t i = 0; i < 6; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	heist__deque_publish(dq);
+	struct task *t;
+	for (uintptr_t i = 0; i < 3; i++) {
+		assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+		assert_ptr_equal(t, item(i));
+	}
+	/* The owner takes the other end; public pops go through the CAS protocol. */
+	assert_ptr_equal(heist__deque_pop(dq), item(5));
+	assert_ptr_equal(heist__deque_pop(dq), item(4));
+	assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+	assert_ptr_equal(t, item(3));
+	assert_null(heist__deque_pop(dq));
+	assert_int_equal(heist__deque_steal(dq, &t), STEAL_EMPTY);
+}
+
+static void
+grows_across_doublings(void **state)
+{
+	struct deque *dq = *state;
+	enum { N = 5000 };	/* from 2 slots: twelve doublings */
+	for (uintptr_t i = 0; i < N; i++) {
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+		if (i == N / 2)
+			heist__deque_publish(dq);	/* grow with public and private parts */
+	}
+	assert_true(dq->grows >= 12);
+	assert_int_equal(heist__deque_size(dq), N);
+	struct task *t;
+	assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+	assert_ptr_equal(t, item(0));
+	for (uintptr_t i = N; i-- > 1;)
+		assert_ptr_equal(heist__deque_pop(dq), item(i));
+	assert_null(heist__deque_pop(dq));
+	urcu_qsbr_barrier();	/* the retired arrays are freed before the next test */
+}
+
+struct stress {
+	struct deque *dq;
+	_Atomic unsigned char *taken;	/* per item: how many times it was taken */
+	_Atomic bool owner_done;
+	_Atomic uint64_t stolen, stolen_sum;
+};
+
+static void
+take(struct stress *s, struct task *t, uint64_t *sum)
+{
+	uintptr_t i = index_of(t);
+	assert_true(i < STRESS_ITEMS);
+	atomic_fetch_add_explicit(&s->taken[i], 1, memory_order_relaxed);
+	*sum += i;
+}
+
+static void *
+thief(void *arg)
+{
+	struct stress *s = arg;
+	uint64_t n = 0, sum = 0;
+	urcu_qsbr_register_thread();
+	for (unsigned round = 0;; round++) {
+		struct task *t;
+		enum steal_result r = heist__deque_steal(s->dq, &t);
+		if (r == STEAL_OK) {
+			take(s, t, &sum);
+			n++;
+		} else if (r == STEAL_EMPTY &&
+			   atomic_load_explicit(&s->owner_done, memory_order_acquire)) {
+			break;
+		}
+		if (round % 64 == 0)
+			urcu_qsbr_quiescent_state();
+	}
+	urcu_qsbr_unregister_thread();
+	atomic_fetch_add(&s->stolen, n);
+	atomic_fetch_add(&s->stolen_sum, sum);
+	return NULL;
+}
+
+static void
+owner_and_three_thieves_take_each_item_once(void **state)
+{
+	struct stress s = {.dq = *state};
+	s.taken = calloc(STRESS_ITEMS, 1);
+	assert_non_null(s.taken);
+	pthread_t th[THIEVES];
+	for (int i = 0; i < THIEVES; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thief, &s), 0);
+
+	uint64_t popped = 0, popped_sum = 0, rng = 88172645463325252ULL;
+	uintptr_t next = 0;
+	while (next < STRESS_ITEMS) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		unsigned burst = 1 + (unsigned)(rng % 64), pops = (unsigned)(rng >> 32) % 48;
+		for (unsigned k = 0; k < burst && next < STRESS_ITEMS; k++) {
+			assert_int_equal(heist__deque_push(s.dq, item(next++)), 0);
+			if (heist__deque_split_requested(s.dq))
+				heist__deque_publish(s.dq);
+		}
+		for (unsigned k = 0; k < pops; k++) {
+			struct task *t = heist__deque_pop(s.dq);
+			if (!t)
+				break;
+			take(&s, t, &popped_sum);
+			popped++;
+		}
+	}
+	for (struct task *t; (t = heist__deque_pop(s.dq));) {
+		take(&s, t, &popped_sum);
+		popped++;
+	}
+	atomic_store_explicit(&s.owner_done, true, memory_order_release);
+	for (int i = 0; i < THIEVES; i++)
+		pthread_join(th[i], NULL);
+
+	uint64_t n = (uint64_t)STRESS_ITEMS;
+	assert_int_equal(popped + s.stolen, n);
+	assert_int_equal(popped_sum + s.stolen_sum, n * (n - 1) / 2);
+	for (uintptr_t i = 0; i < STRESS_ITEMS; i++)
+		if (atomic_load_explicit(&s.taken[i], memory_order_relaxed) != 1)
+			fail_msg("item %zu taken %u times", (size_t)i, (unsigned)s.taken[i]);
+	assert_true(s.stolen > 0);	/* the thieves did take part */
+	assert_true(s.dq->grows > 0);
+	free((void *)s.taken);
+	urcu_qsbr_barrier();
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(pop_is_lifo, setup, teardown),
+		cmocka_unit_test_setup_teardown(private_tasks_cannot_be_stolen, setup, teardown),
+		cmocka_unit_test_setup_teardown(steal_is_fifo, setup, teardown),
+		cmocka_unit_test_setup_teardown(grows_across_doublings, setup, teardown),
+		cmocka_unit_test_setup_teardown(owner_and_three_thieves_take_each_item_once,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
