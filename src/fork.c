@@ -6,6 +6,7 @@
 
 #include "future.h"
 #include "pool.h"
+#include "tsc.h"
 #include "worker.h"
 
 /* Run t now, on this thread (outside a worker, or with no room in the deque). */
@@ -32,6 +33,8 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 		run_at_once(t);
 		return;
 	}
+	if (HEIST_PROFILER && unlikely(w->profile))
+		t->created_tsc = heist__tsc();
 	counter_add(&w->stats.spawned, 1);
 	if (unlikely(heist__deque_split_requested(&w->dq)))
 		heist__worker_publish(w);
@@ -48,6 +51,8 @@ heist_sync(heist_task *ht)
 	    likely(!heist__deque_split_requested(&w->dq))) {
 		heist__deque_drop_private(&w->dq);
 		counter_add(&w->stats.executed, 1);
+		if (HEIST_PROFILER && unlikely(w->profile))
+			return heist__worker_run_profiled(w, t);
 		return t->fn(t->arg);
 	}
 	return heist__worker_sync_slow(w, t);

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "futex.h"
 #include "internal.h"
@@ -29,7 +31,43 @@ heist__job_new(heist_fn fn, void *arg, bool with_future)
 	atomic_init(&j->state, FUT_QUEUED);
 	atomic_init(&j->refs, with_future ? 2 : 1);
 	atomic_init(&j->cancel_requested, false);
+	j->token = NULL;
+	j->heap_copy = NULL;
 	return j;
+}
+
+int
+heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size)
+{
+	void *dst = j->inline_copy;
+	if (size > sizeof(j->inline_copy)) {
+		dst = j->heap_copy = malloc(size);
+		if (!dst)
+			return ENOMEM;
+	}
+	if (size)
+		memcpy(dst, arg, size);
+	j->task.arg = dst;
+	return 0;
+}
+
+/* What the job holds only while queued or running: its argument copy and token. */
+static void
+drop_belongings(struct heist_future *j)
+{
+	free(j->heap_copy);
+	j->heap_copy = NULL;
+	if (j->token) {
+		heist_cancel_release(j->token);
+		j->token = NULL;
+	}
+}
+
+void
+heist__job_discard(struct heist_future *j)
+{
+	drop_belongings(j);
+	heist__record_free(j);
 }
 
 void
@@ -51,13 +89,30 @@ finish(struct heist_future *j, uint32_t final)
 		heist__futex_wake(&j->state, INT_MAX);
 }
 
+static bool
+token_cancelled(const struct heist_future *j)
+{
+	/* acquire: pairs with the release store in heist_cancel_request. */
+	return j->token && atomic_load_explicit(&j->token->requested, memory_order_acquire);
+}
+
 void
 heist__job_run(struct heist_future *j)
 {
 	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
-	for (;;) {
-		if ((s & FUT_MASK) != FUT_QUEUED)
-			break;	/* cancelled while queued: its future is satisfied */
+	while ((s & FUT_MASK) == FUT_QUEUED) {	/* else cancelled while queued */
+		if (token_cancelled(j)) {
+			/* The token was cancelled before a worker took the job: it
+			 * never runs. release: pairs with the waiters' acquire. */
+			if (atomic_compare_exchange_weak_explicit(&j->state, &s, FUT_CANCELLED,
+								  memory_order_release,
+								  memory_order_relaxed)) {
+				if (s & FUT_WAITERS)
+					heist__futex_wake(&j->state, INT_MAX);
+				break;
+			}
+			continue;
+		}
 		/* acquire on success: pairs with nothing new (the queue's hand-off
 		 * already published the job); a CAS because cancel races us. */
 		if (atomic_compare_exchange_weak_explicit(&j->state, &s,
@@ -72,6 +127,7 @@ heist__job_run(struct heist_future *j)
 			break;
 		}
 	}
+	drop_belongings(j);
 	heist__job_release(j);
 }
 
@@ -189,5 +245,6 @@ HEIST_EXPORT bool
 heist_cancelled(void)
 {
 	struct heist_future *j = current_job;
-	return j && atomic_load_explicit(&j->cancel_requested, memory_order_relaxed);
+	return j && (atomic_load_explicit(&j->cancel_requested, memory_order_relaxed) ||
+		     token_cancelled(j));
 }

@@ -5,10 +5,13 @@
 #define HEIST_FUTURE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "record.h"
 #include "task.h"
+
+enum { JOB_INLINE_COPY = 48 };	/* heist_submit_copy arguments up to this size */
 
 /* heist_future.state: one of these, plus FUT_WAITERS while a thread sleeps on it. */
 enum {
@@ -30,16 +33,37 @@ struct heist_future {
 	/* Set once by heist_future_cancel; read by heist_cancelled inside the task.
 	 * relaxed both sides: it is a request, not a publication. */
 	_Atomic bool cancel_requested;
+	struct heist_cancel *token;	/* a reference, or NULL (cancel.c) */
+	void *heap_copy;		/* heist_submit_copy's argument when it did not fit */
+	_Alignas(16) unsigned char inline_copy[JOB_INLINE_COPY];
 };
 
 static_assert(sizeof(struct heist_future) <= RECORD_BYTES, "a job fits its record");
 
+/* A token, shared by the jobs submitted with it (cancel.c). */
+struct heist_cancel {
+	_Atomic uint32_t refs;
+	/* Set once; read when a worker takes a job and by heist_cancelled. relaxed
+	 * would do for the flag itself; release/acquire so that what the canceller
+	 * wrote before cancelling is visible to a task that sees the flag. */
+	_Atomic bool requested;
+};
+
+void heist__cancel_acquire(struct heist_cancel *c);
+
 /* A queued job with refs = 1 (the pool's) + 1 if with_future. NULL: out of memory. */
 struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);
+
+/* Copy size bytes of arg into the job (inline or in one allocation) and point its
+ * argument at the copy. Returns 0 or ENOMEM. */
+int heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size);
 
 /* Run a job taken from a queue (or skip it if cancelled), then drop the pool's
  * reference. Any worker. */
 void heist__job_run(struct heist_future *j);
+
+/* Free a job that was never queued, with what it holds. */
+void heist__job_discard(struct heist_future *j);
 
 /* Drop one reference; the last returns the record to its cache. */
 void heist__job_release(struct heist_future *j);

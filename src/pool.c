@@ -13,6 +13,7 @@
 
 #include "futex.h"
 #include "future.h"
+#include "profile.h"
 
 enum {
 	DEFAULT_SPIN = 64,
@@ -55,6 +56,7 @@ teardown(struct heist_pool *pool, unsigned started)
 	for (unsigned i = 0; i < pool->n; i++) {
 		grew |= pool->workers[i].dq.grows != 0;
 		heist__deque_fini(&pool->workers[i].dq);
+		heist__profile_free(pool->workers[i].prof);
 	}
 	/* Retired deque arrays wait for a grace period; let them go now, so that
 	 * nothing of the pool outlives it. Only when there are some: it takes a
@@ -137,12 +139,19 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 	pool->stack_size = cfg->stack_size ? cfg->stack_size : DEFAULT_STACK_SIZE;
 	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
 	heist__injector_init(&pool->injector, cfg->injector_limit);
+	pool->profile = HEIST_PROFILER && cfg->profile;
+	if (pool->profile)
+		heist__tsc_calibrate();	/* before any task takes a timestamp */
 	for (unsigned i = 0; i < n; i++) {
 		struct worker *w = &pool->workers[i];
 		w->pool = pool;
 		w->index = i;
-		w->profile = cfg->profile;
 		w->rng = 0x9E3779B97F4A7C15ULL * (i + 1);
+		if (pool->profile && !(w->prof = heist__profile_new())) {
+			teardown(pool, 0);
+			return ENOMEM;
+		}
+		w->profile = pool->profile;
 	}
 	int err = start_workers(pool);
 	if (err)
@@ -205,6 +214,22 @@ submit_local(struct worker *w, struct heist_future *j)
 	return 0;
 }
 
+int
+heist__pool_submit_job(struct heist_pool *pool, struct heist_future *j, heist_future **out)
+{
+	struct worker *w = heist__self;
+	if (HEIST_PROFILER && pool->profile)
+		j->task.created_tsc = heist__tsc();
+	int err = w && w->pool == pool ? submit_local(w, j) : submit_outside(pool, j);
+	if (err) {
+		heist__job_discard(j);
+		return err;
+	}
+	if (out)
+		*out = j;
+	return 0;
+}
+
 HEIST_EXPORT int
 heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_future **out)
 {
@@ -215,15 +240,25 @@ heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_future **out)
 	struct heist_future *j = heist__job_new(fn, arg, out != NULL);
 	if (!j)
 		return ENOMEM;
-	struct worker *w = heist__self;
-	int err = w && w->pool == pool ? submit_local(w, j) : submit_outside(pool, j);
-	if (err) {
-		heist__record_free(j);
-		return err;
-	}
+	return heist__pool_submit_job(pool, j, out);
+}
+
+HEIST_EXPORT int
+heist_submit_copy(heist_pool *pool, heist_fn fn, const void *arg, size_t size,
+		  heist_future **out)
+{
 	if (out)
-		*out = j;
-	return 0;
+		*out = NULL;
+	if (!pool || !fn || (!arg && size))
+		return EINVAL;
+	struct heist_future *j = heist__job_new(fn, NULL, out != NULL);
+	if (!j)
+		return ENOMEM;
+	if (heist__job_copy_arg(j, arg, size)) {
+		heist__job_discard(j);
+		return ENOMEM;
+	}
+	return heist__pool_submit_job(pool, j, out);
 }
 
 HEIST_EXPORT unsigned

@@ -18,6 +18,7 @@ struct heist_pool {
 	unsigned spin;			/* steal rounds before sleeping */
 	size_t stack_size;
 	char name[16];
+	bool profile;			/* every worker has a profile buffer */
 
 	struct injector injector;
 	struct sleep sleep;
@@ -35,5 +36,10 @@ struct heist_pool {
 
 /* Subtract n finished jobs from live; wakes destroy when that drains the pool. */
 void heist__pool_finished(struct heist_pool *pool, uint64_t n);
+
+/* Queue a new job (heist__job_new) on the pool: on the worker's own deque from one
+ * of its workers, else through the injector. On error the job is discarded. */
+int heist__pool_submit_job(struct heist_pool *pool, struct heist_future *j,
+			   heist_future **out);
 
 #endif

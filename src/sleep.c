@@ -4,6 +4,7 @@
  * system calls that cost far more than the lock. */
 #include "sleep.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -69,6 +70,9 @@ void
 heist__sleep_prepare(struct sleep *s, unsigned i)
 {
 	pthread_mutex_lock(&s->lock);
+	for (unsigned k = 0; k < s->nidle; k++) assert(s->idle[k] != i);
+	assert(atomic_load(&s->sleepers[i].word) == AWAKE);
+	assert((atomic_load(&s->state) >> 32) > 0);
 	atomic_store_explicit(&s->sleepers[i].word, SLEEPING, memory_order_relaxed);
 	s->idle[s->nidle++] = i;
 	/* seq_cst: step (1) of sleep.h; the fence is step (2)'s, before the caller's

@@ -18,6 +18,7 @@
 #include "futex.h"
 #include "future.h"
 #include "pool.h"
+#include "profile.h"
 
 __thread struct worker *heist__self __attribute__((tls_model("initial-exec")));
 
@@ -40,15 +41,25 @@ rng_next(struct worker *w)
 	return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 32);
 }
 
+/* Between empty looks for work: a few pauses, never long (a pause is up to ~65 cycles
+ * on recent x86), so that a worker sees new work within a few hundred nanoseconds. */
 static void
 backoff(unsigned round)
 {
-	if (round < 16) {
-		for (unsigned i = 0; i < (1u << (round / 2)); i++)
-			cpu_relax();
-	} else {
-		sched_yield();	/* let a submitter or a preempted thief run */
-	}
+	unsigned n = round < 5 ? 1u << round : 32;
+	for (unsigned i = 0; i < n; i++)
+		cpu_relax();
+}
+
+/* After many empty looks: give the core to a thread that may be what we wait for
+ * (a preempted thief, a submitter on an oversubscribed machine). */
+static void
+backoff_long(unsigned round, unsigned patience)
+{
+	if (round < patience)
+		backoff(round);
+	else
+		sched_yield();
 }
 
 static void
@@ -67,10 +78,34 @@ heist__worker_publish(struct worker *w)
 	heist__sleep_notify(&w->pool->sleep);
 }
 
+static void run_task(struct worker *w, struct task *t);
+
+noinline int
+heist__worker_run_profiled(struct worker *w, struct task *t)
+{
+	uint64_t created = t->created_tsc, started = heist__tsc();
+	int r = t->fn(t->arg);
+	heist__profile_record(w->prof, w->index, created, started, heist__tsc());
+	return r;
+}
+
 void
 heist__worker_run(struct worker *w, struct task *t)
 {
 	counter_add(&w->stats.executed, 1);
+	if (HEIST_PROFILER && unlikely(w->profile)) {
+		/* Read before running: once it has run, t may be gone. */
+		uint64_t created = t->created_tsc, started = heist__tsc();
+		run_task(w, t);
+		heist__profile_record(w->prof, w->index, created, started, heist__tsc());
+		return;
+	}
+	run_task(w, t);
+}
+
+static void
+run_task(struct worker *w, struct task *t)
+{
 	/* relaxed: the kind never changes after the task was queued, and the queue's
 	 * hand-off (deque publish or injector link, both release) ordered it. */
 	if (atomic_load_explicit(&t->state, memory_order_relaxed) == TASK_JOB) {
@@ -221,7 +256,7 @@ next_task(struct worker *w)
 				return NULL;
 			}
 			urcu_qsbr_quiescent_state();
-			backoff(round);
+			backoff_long(round, pool->spin / 2);
 		}
 		heist__sleep_prepare(&pool->sleep, w->index);
 		if (work_visible(pool)) {
@@ -280,7 +315,8 @@ wait_stolen(struct worker *w, struct task *t)
 			continue;
 		}
 		urcu_qsbr_quiescent_state();
-		backoff(idle < 20 ? idle++ : idle);
+		backoff_long(idle, 256);
+		idle += idle < 256;
 	}
 	return t->result;
 }
@@ -296,6 +332,8 @@ heist__worker_sync_slow(struct worker *w, struct task *t)
 		struct task *x = heist__deque_pop(&w->dq);
 		if (x == t) {
 			counter_add(&w->stats.executed, 1);
+			if (HEIST_PROFILER && unlikely(w->profile))
+				return heist__worker_run_profiled(w, t);
 			return t->fn(t->arg);
 		}
 		if (!x)
@@ -329,7 +367,7 @@ heist__worker_wait_job_until(struct worker *w, struct heist_future *j, uint64_t 
 		}
 		urcu_qsbr_quiescent_state();
 		if (idle < NAP_AFTER) {
-			backoff(idle++ / 4);
+			backoff(idle++);
 			continue;
 		}
 		/* Nothing to do but wait: sleep on the future, looking for new work

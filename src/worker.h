@@ -19,7 +19,8 @@ struct worker {
 	/* Owner's line: written only by this worker (stats are read by anyone). */
 	CACHE_ALIGNED struct heist_pool *pool;
 	unsigned index;
-	bool profile;
+	bool profile;			/* the pool profiles: prof is set */
+	struct profile *prof;
 	uint64_t rng;
 	uint64_t done_unflushed;	/* jobs finished, not yet subtracted from pool->live */
 	struct {
@@ -35,6 +36,9 @@ struct worker {
 extern __thread struct worker *heist__self __attribute__((tls_model("initial-exec")));
 
 void *heist__worker_main(void *arg);
+
+/* Run a spawned task inline under the profiler (heist_sync when the pool profiles). */
+int heist__worker_run_profiled(struct worker *w, struct task *t);
 
 /* Run any task taken from a queue: a stolen spawned task or a job. */
 void heist__worker_run(struct worker *w, struct task *t);

@@ -40,6 +40,9 @@ typedef struct heist_pool heist_pool;
 /** The result of a submitted task. Opaque, reference counted between pool and caller. */
 typedef struct heist_future heist_future;
 
+/** A cancellation token. Opaque, reference counted. */
+typedef struct heist_cancel heist_cancel;
+
 /**
  * A task's function. Returns 0, or an error code that travels to whoever waits for it
  * (C's stand-in for an exception).
@@ -126,6 +129,17 @@ HEIST_EXPORT int heist_worker_index(void);
 HEIST_EXPORT int heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_future **out);
 
 /**
+ * Submit fn(copy of arg): the size bytes at arg are copied at the call, so the caller
+ * may reuse or free them at once. Copies of up to 48 bytes live in the task record (no
+ * allocation); larger ones take one allocation, freed after the task.
+ * @returns 0; EINVAL if pool or fn is NULL, or arg is NULL with size > 0 (size 0 passes
+ *          a valid pointer to no bytes); ENOMEM; ESHUTDOWN, as heist_submit.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_submit_copy(heist_pool *pool, heist_fn fn, const void *arg,
+				   size_t size, heist_future **out);
+
+/**
  * Wait until a future's task has finished or was cancelled.
  * @param[in] f  The future; the caller still owns it and releases it later.
  * @returns The task's own return value, or ECANCELED if it was cancelled before it ran;
@@ -168,11 +182,81 @@ HEIST_EXPORT void heist_future_cancel(heist_future *f);
  */
 HEIST_EXPORT void heist_future_release(heist_future *f);
 
+/* ---------------------------------------------------------------------------------- */
+/* Cancellation (cooperative, as .NET's CancellationToken)                            */
+
 /**
- * Inside a task: whether its future was cancelled while it runs. false elsewhere.
+ * Create a token, with one reference held by the caller.
+ * @returns 0; EINVAL if out is NULL; ENOMEM.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_cancel_create(heist_cancel **out);
+
+/**
+ * Cancel every task submitted with this token: those not yet taken by a worker never
+ * run (their futures give ECANCELED); those running see heist_cancelled() turn true.
+ * Any thread; idempotent; NULL is a no-op. What the caller wrote before this call is
+ * visible to a task that sees the cancellation.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_cancel_request(heist_cancel *c);
+
+/** Whether heist_cancel_request was called. false for NULL. @since 0.1 */
+HEIST_EXPORT bool heist_cancel_requested(const heist_cancel *c);
+
+/**
+ * Release the caller's reference. Queued tasks hold their own, so a token may be
+ * released while they wait. NULL is a no-op.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_cancel_release(heist_cancel *c);
+
+/**
+ * heist_submit with a token. The token is checked when a worker takes the task,
+ * before it runs.
+ * @returns as heist_submit; EINVAL also if c is NULL.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_submit_cancellable(heist_pool *pool, heist_cancel *c, heist_fn fn,
+					  void *arg, heist_future **out);
+
+/**
+ * Inside a submitted task: whether its future or its token was cancelled. false
+ * elsewhere (also inside fork-join children that another worker stole).
  * @since 0.1
  */
 HEIST_EXPORT bool heist_cancelled(void);
+
+/* ---------------------------------------------------------------------------------- */
+/* Data parallelism                                                                   */
+
+/** A loop body: runs on the half-open range [begin, end); nonzero stops the loop. */
+typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
+
+/**
+ * Run body over [begin, end) in parallel, in sub-ranges of about grain indices (0: an
+ * automatic grain). The range is split lazily: a worker splits off half of what it has
+ * left only when its deque is empty or a thief asks, else it runs the next grain
+ * itself. On a worker, the call forks in place, so it nests inside tasks and inside
+ * other bodies on any pool size; from another thread it enters the pool as heist_run
+ * does and waits. The first nonzero body result stops the sub-ranges not yet started,
+ * waits for those running, and is returned; no body runs after the call returns.
+ * @returns 0; the first nonzero body result; EINVAL if pool or body is NULL or
+ *          begin > end (an empty range returns 0 and never calls body); ENOMEM;
+ *          ESHUTDOWN.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_for_each(heist_pool *pool, size_t begin, size_t end, size_t grain,
+				heist_range_fn body, void *arg);
+
+/**
+ * The non-blocking heist_for_each: the loop runs on the pool, the caller goes on, and
+ * the future gives 0 or the first nonzero body result. arg must stay valid until then.
+ * @returns as heist_submit; EINVAL also for begin > end or a NULL body.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_submit_bulk(heist_pool *pool, size_t begin, size_t end, size_t grain,
+				   heist_range_fn body, void *arg, heist_future **out);
 
 /* ---------------------------------------------------------------------------------- */
 /* Fork-join                                                                          */

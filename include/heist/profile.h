@@ -1,0 +1,127 @@
+/* profile.h - heist's latency profiler: how long tasks wait before a worker starts
+ * them (dispatch latency) and how long they take from creation to end (end-to-end),
+ * at every percentile, measured with the CPU's time-stamp counter.
+ *
+ * Turn it on per pool with heist_config.profile. Then every task (submitted, spawned,
+ * or a half of a for_each range) records its creation time, and workers record when
+ * they start and end it, into preallocated per-worker buffers and log-linear
+ * histograms (no lock, no allocation while tasks run). Percentiles are exact while
+ * every sample fits the buffers, and within 1% when they overflowed; counts, min, max
+ * and mean are always exact. With the profiler off the scheduler pays one predictable
+ * branch per task; built with -Dprofiler=false it pays nothing, and these calls
+ * return ENOTSUP.
+ *
+ * Read or reset a pool's profile while none of its tasks run (after waiting for
+ * them): the workers write without locks, so a report taken meanwhile is a snapshot
+ * whose parts may disagree.
+ */
+#ifndef HEIST_PROFILE_H
+#define HEIST_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heist.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The counter behind the profiler's timestamps. */
+struct heist_profile_clock {
+	const char *name;	/**< "tsc" (x86 rdtsc), "cntvct" (aarch64 virtual counter)
+				     or "clock_gettime" (CLOCK_MONOTONIC, in ns) */
+	double cycles_per_ns;	/**< calibrated once per process; 1.0 for clock_gettime */
+	int invariant;		/**< 1 if the counter ticks at a constant rate in every
+				     power state (CPUID 0x80000007 on x86); else 0 */
+	int calibration;	/**< 1: from CPUID leaf 0x15; 2: measured against
+				     CLOCK_MONOTONIC_RAW; 0: not needed */
+};
+
+/** One latency distribution: counter cycles, and the same in nanoseconds. */
+struct heist_latency {
+	uint64_t count;
+	uint64_t min, max;		/**< cycles */
+	double mean;			/**< cycles */
+	uint64_t p50, p90, p99, p999, p9999;	/**< cycles */
+	double min_ns, max_ns, mean_ns;
+	double p50_ns, p90_ns, p99_ns, p999_ns, p9999_ns;
+};
+
+/** A profile report: dispatch (start - created) and end-to-end (end - created). */
+struct heist_latency_report {
+	struct heist_latency dispatch;
+	struct heist_latency end_to_end;
+	struct heist_profile_clock clock;
+	uint64_t samples_kept;	/**< samples still in the buffers (for traces) */
+	uint64_t samples_dropped; /**< samples counted only in the histograms */
+	int exact;		/**< 1 if the percentiles come from every sample */
+};
+
+/** Which distribution heist_profile_percentiles reads. */
+enum heist_latency_kind {
+	HEIST_LATENCY_DISPATCH = 0,
+	HEIST_LATENCY_END_TO_END = 1
+};
+
+/** One task as the profiler saw it: counter values, and the worker that ran it. */
+struct heist_profile_sample {
+	uint64_t created, started, ended;
+	unsigned worker;
+};
+
+/**
+ * The profiler's clock; calibrates it on first use (about 20 ms). Any thread.
+ * @returns 0; EINVAL if out is NULL; ENOTSUP if the profiler was compiled out.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_profile_clock(struct heist_profile_clock *out);
+
+/**
+ * Read the pool's profile, all workers merged.
+ * @returns 0; EINVAL if pool or out is NULL or the pool does not profile; ENOTSUP if
+ *          the profiler was compiled out.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_profile_report(heist_pool *pool, struct heist_latency_report *out);
+
+/**
+ * Read one worker's profile (the tasks that worker ran).
+ * @returns as heist_profile_report; EINVAL also if index >= heist_pool_size(pool).
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_profile_worker_report(heist_pool *pool, unsigned index,
+					     struct heist_latency_report *out);
+
+/**
+ * The latency at each of n quantiles q[i] (0 <= q[i] <= 1), in cycles, all workers
+ * merged: enough for a full percentile distribution (HdrHistogram's .hgrm).
+ * @returns as heist_profile_report; EINVAL also for a NULL q or out with n > 0.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind,
+					   const double *q, uint64_t *out, size_t n);
+
+/**
+ * Call fn(ctx, sample) for every sample still in the buffers, worker by worker, in the
+ * order each worker ran them (for a trace of the schedule).
+ * @returns as heist_profile_report; EINVAL also for a NULL fn.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_profile_samples(heist_pool *pool,
+				       void (*fn)(void *ctx,
+						  const struct heist_profile_sample *s),
+				       void *ctx);
+
+/**
+ * Forget every sample and count, so that the next report covers only what runs after.
+ * NULL or a pool that does not profile: no-op.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_profile_reset(heist_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HEIST_PROFILE_H */

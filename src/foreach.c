@@ -1,0 +1,150 @@
+/* foreach.c - data parallelism by lazy binary splitting (Tzannes, Caragea, Barua,
+ * Vishkin, "Lazy Binary Splitting", PPoPP 2010) over fork-join. A worker runs its range
+ * a grain at a time; before each grain it splits off the upper half of what is left,
+ * as a spawned task, only when its deque is empty, and when a thief asks while the
+ * deque still holds a half, it publishes that half instead. So a loop with no hungry
+ * workers costs one check per grain, and a loop with many splits as often as idle
+ * workers need work. */
+#include <errno.h>
+
+#include "pool.h"
+#include "worker.h"
+
+enum {
+	MAX_SPLITS = 64,	/* halvings of a size_t range: never more */
+	AUTO_CHUNKS_PER_WORKER = 16,
+	AUTO_GRAIN_MAX = 2048,
+};
+
+struct loop {
+	heist_range_fn body;
+	void *arg;
+	size_t grain;
+	/* The first nonzero body result. relaxed: a late look only lets one more
+	 * grain start; the value is read after every sync, which orders it. */
+	_Atomic int error;
+};
+
+struct range {
+	struct loop *loop;
+	size_t begin, end;
+};
+
+static size_t
+auto_grain(size_t n, unsigned workers)
+{
+	size_t g = n / ((size_t)workers * AUTO_CHUNKS_PER_WORKER);
+	if (g > AUTO_GRAIN_MAX)
+		g = AUTO_GRAIN_MAX;
+	return g ? g : 1;
+}
+
+/* Whether to split now: the deque is empty (nothing for a thief to take). If it is not
+ * but a thief asks, hand out what is there. */
+static bool
+want_split(struct worker *w)
+{
+	if (heist__deque_size(&w->dq) == 0)
+		return true;
+	if (heist__deque_split_requested(&w->dq))
+		heist__worker_publish(w);
+	return false;
+}
+
+static int
+run_grain(struct loop *l, size_t begin, size_t end)
+{
+	int r = l->body(l->arg, begin, end);
+	if (r) {
+		int none = 0;
+		/* relaxed: see struct loop. The first error wins. */
+		atomic_compare_exchange_strong_explicit(&l->error, &none, r,
+							memory_order_relaxed,
+							memory_order_relaxed);
+	}
+	return r;
+}
+
+static int
+run_range(void *p)
+{
+	struct range *r = p;
+	struct loop *l = r->loop;
+	struct worker *w = heist__self;
+	size_t b = r->begin, e = r->end;
+	heist_task tasks[MAX_SPLITS];
+	struct range halves[MAX_SPLITS];
+	unsigned n = 0;
+
+	while (b < e && !atomic_load_explicit(&l->error, memory_order_relaxed)) {
+		size_t left = e - b;
+		if (left > l->grain && n < MAX_SPLITS && want_split(w)) {
+			size_t mid = b + left / 2;
+			halves[n] = (struct range){l, mid, e};
+			heist_spawn(&tasks[n], run_range, &halves[n]);
+			n++;
+			e = mid;
+			continue;
+		}
+		size_t stop = left > l->grain ? b + l->grain : e;
+		if (run_grain(l, b, stop))
+			break;
+		b = stop;
+	}
+	while (n)
+		heist_sync(&tasks[--n]);
+	return 0;
+}
+
+static int
+run_loop(void *p)
+{
+	struct range *r = p;
+	run_range(r);
+	return atomic_load_explicit(&r->loop->error, memory_order_relaxed);
+}
+
+HEIST_EXPORT int
+heist_for_each(heist_pool *pool, size_t begin, size_t end, size_t grain,
+	       heist_range_fn body, void *arg)
+{
+	if (!pool || !body || begin > end)
+		return EINVAL;
+	if (begin == end)
+		return 0;
+	struct loop l = {body, arg, grain ? grain : auto_grain(end - begin, pool->n), 0};
+	struct range r = {&l, begin, end};
+	struct worker *w = heist__self;
+	if (w && w->pool == pool)
+		return run_loop(&r);	/* fork in place */
+	return heist_run(pool, run_loop, &r);
+}
+
+/* heist_submit_bulk's job argument, copied into the job record (48 bytes inline). */
+struct bulk {
+	heist_range_fn body;
+	void *arg;
+	size_t grain, begin, end;
+};
+
+static int
+run_bulk(void *p)
+{
+	struct bulk *b = p;
+	struct loop l = {b->body, b->arg, b->grain, 0};
+	struct range r = {&l, b->begin, b->end};
+	return run_loop(&r);
+}
+
+HEIST_EXPORT int
+heist_submit_bulk(heist_pool *pool, size_t begin, size_t end, size_t grain,
+		  heist_range_fn body, void *arg, heist_future **out)
+{
+	if (out)
+		*out = NULL;
+	if (!pool || !body || begin > end)
+		return EINVAL;
+	struct bulk b = {body, arg, grain ? grain : auto_grain(end - begin, pool->n),
+			 begin, end};
+	return heist_submit_copy(pool, run_bulk, &b, sizeof(b), out);
+}
