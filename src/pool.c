@@ -21,16 +21,6 @@ enum {
 };
 #define DEFAULT_STACK_SIZE ((size_t)64 << 20)
 
-static unsigned
-default_threads(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-		return (unsigned)CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (unsigned)n : 1;
-}
-
 void
 heist__pool_finished(struct heist_pool *pool, uint64_t n)
 {
@@ -64,6 +54,7 @@ teardown(struct heist_pool *pool, unsigned started)
 	if (grew)
 		urcu_qsbr_barrier();
 	heist__sleep_fini(&pool->sleep);
+	heist__topology_free(pool->topo);
 	free(pool->workers);
 	free(pool);
 }
@@ -84,6 +75,14 @@ start_workers(struct heist_pool *pool)
 	if (err) {
 		teardown(pool, i ? i - 1 : 0);
 		return err;
+	}
+	/* Wait for every worker to bind itself, so placement reports are final. */
+	for (;;) {
+		/* acquire: pairs with each worker's release increment. */
+		uint32_t s = atomic_load_explicit(&pool->started, memory_order_acquire);
+		if (s == pool->n)
+			break;
+		heist__futex_wait(&pool->started, s, 0);
 	}
 	return 0;
 }
@@ -128,13 +127,20 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 		cfg = &defaults;
 	if (cfg->threads > HEIST_MAX_THREADS || (unsigned)cfg->pin > HEIST_PIN_PU)
 		return EINVAL;
-	unsigned n = cfg->threads ? cfg->threads : default_threads();
+	unsigned n = cfg->threads;
+	struct topology *topo;
+	int err = heist__topology_new(&topo, &n, cfg->pin);
+	if (err)
+		return err;
 	if (n > HEIST_MAX_THREADS)
 		n = HEIST_MAX_THREADS;
 
 	struct heist_pool *pool = pool_new(n);
-	if (!pool)
+	if (!pool) {
+		heist__topology_free(topo);
 		return ENOMEM;
+	}
+	pool->topo = topo;
 	pool->spin = cfg->spin ? cfg->spin : DEFAULT_SPIN;
 	pool->stack_size = cfg->stack_size ? cfg->stack_size : DEFAULT_STACK_SIZE;
 	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
@@ -152,8 +158,9 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 			return ENOMEM;
 		}
 		w->profile = pool->profile;
+		w->victims = heist__topology_victims(topo, i);
 	}
-	int err = start_workers(pool);
+	err = start_workers(pool);
 	if (err)
 		return err;
 	*out = pool;
@@ -325,6 +332,42 @@ heist_pool_stats(const heist_pool *pool, struct heist_stats *out)
 		out->injector_pops += s.injector_pops;
 		out->sleeps += s.sleeps;
 		out->wakes += s.wakes;
+		out->bind_failures += pool->workers[i].bind_error != 0;
+	}
+	return 0;
+}
+
+HEIST_EXPORT int
+heist_pool_placement(const heist_pool *pool, unsigned index, struct heist_placement *out,
+		     unsigned *victims, unsigned *ranks, size_t cap)
+{
+	if (!pool || !out || index >= pool->n)
+		return EINVAL;
+	const struct worker *w = &pool->workers[index];
+	memset(out, 0, sizeof(*out));
+	bool pins = heist__topology_pins(pool->topo);
+	out->error = w->bind_error;
+	out->bound = !pins ? 0 : w->bind_error ? -1 : 1;
+	heist__topology_cpus(pool->topo, index, out->cpus, sizeof(out->cpus));
+	const struct victims *v = w->victims;
+	out->nranks = v ? v->nranks : pool->n > 1;
+	size_t k = 0, rank = 0;
+	for (unsigned j = 0; j < pool->n && k < cap; j++) {
+		unsigned victim = j;
+		if (v) {
+			if (j + 1 == pool->n)
+				break;
+			victim = v->order[j];
+			while (j >= v->rank_end[rank])
+				rank++;
+		} else if (j == index) {
+			continue;
+		}
+		if (victims)
+			victims[k] = victim;
+		if (ranks)
+			ranks[k] = (unsigned)rank;
+		k++;
 	}
 	return 0;
 }

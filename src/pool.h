@@ -20,6 +20,9 @@ struct heist_pool {
 	char name[16];
 	bool profile;			/* every worker has a profile buffer */
 
+	struct topology *topo;
+	_Atomic uint32_t started;	/* workers past their start-up; create waits */
+
 	struct injector injector;
 	struct sleep sleep;
 

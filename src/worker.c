@@ -11,6 +11,7 @@
  * would put a barrier on every steal, and the bulletproof one a lookup. */
 #include "worker.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,6 +142,24 @@ steal_from(struct worker *w, struct worker *victim)
 	return NULL;
 }
 
+/* One pass over ranked victims: nearer ranks first, a random start in each. */
+static struct task *
+steal_ranked(struct worker *w, const struct victims *v)
+{
+	unsigned begin = 0;
+	for (unsigned r = 0; r < v->nranks; r++) {
+		unsigned size = v->rank_end[r] - begin, k = rng_next(w) % size;
+		for (unsigned i = 0; i < size; i++) {
+			unsigned victim = v->order[begin + (k + i) % size];
+			struct task *t = steal_from(w, &w->pool->workers[victim]);
+			if (t)
+				return t;
+		}
+		begin = v->rank_end[r];
+	}
+	return NULL;
+}
+
 /* One pass over every other worker, from a random one on. */
 static struct task *
 steal_round(struct worker *w)
@@ -149,6 +168,8 @@ steal_round(struct worker *w)
 	unsigned n = pool->n;
 	if (n < 2)
 		return NULL;
+	if (w->victims)
+		return steal_ranked(w, w->victims);
 	unsigned v = rng_next(w) % n;
 	for (unsigned i = 0; i < n; i++, v = v + 1 == n ? 0 : v + 1) {
 		if (v == w->index)
@@ -282,6 +303,10 @@ heist__worker_main(void *arg)
 	snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1) - slen, pool->name,
 		 suffix);
 	pthread_setname_np(pthread_self(), name);
+	w->bind_error = heist__topology_bind(pool->topo, w->index);
+	/* release: publishes bind_error to heist_pool_create's acquire load. */
+	if (atomic_fetch_add_explicit(&pool->started, 1, memory_order_release) + 1 == pool->n)
+		heist__futex_wake(&pool->started, INT_MAX);
 	heist__self = w;
 	urcu_qsbr_register_thread();
 	struct task *t;

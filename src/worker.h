@@ -9,6 +9,7 @@
 
 #include "deque.h"
 #include "internal.h"
+#include "topology.h"
 
 struct heist_pool;
 struct heist_future;
@@ -28,7 +29,8 @@ struct worker {
 			wakes;
 	} stats;
 	pthread_t thread;
-	bool has_thread;
+	const struct victims *victims;	/* ranked victims, or NULL: uniform */
+	int bind_error;			/* written before pool create returns */
 };
 
 /* The worker running on this thread, or NULL. initial-exec: one %fs-relative load,

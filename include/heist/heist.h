@@ -327,6 +327,7 @@ struct heist_stats {
 	uint64_t injector_pops;
 	uint64_t sleeps;
 	uint64_t wakes;
+	unsigned bind_failures;	  /**< workers that asked to be pinned and could not be */
 };
 
 /**
@@ -343,6 +344,31 @@ HEIST_EXPORT int heist_pool_stats(const heist_pool *pool, struct heist_stats *ou
  */
 HEIST_EXPORT int heist_pool_worker_stats(const heist_pool *pool, unsigned index,
 					 struct heist_worker_stats *out);
+
+/** Where one worker runs (see heist_pool_placement). */
+struct heist_placement {
+	int bound;		/**< 1: bound to cpus; 0: not pinned; -1: binding failed */
+	int error;		/**< the errno of a failed binding, else 0 */
+	char cpus[64];		/**< the CPUs it is bound to, as a list ("0-3,8"); "" if
+				     not pinned */
+	unsigned nranks;	/**< its victim ranks: 1 when victims are chosen uniformly */
+};
+
+/**
+ * Report where a worker runs and whom it steals from: its victims, nearest rank
+ * first (rank 0: SMT siblings or the closest shared cache; the last: the rest of the
+ * machine). Within a rank, victims are tried in a random order chosen afresh on each
+ * steal round. Without hwloc, or with HEIST_PIN_NONE, there is one rank.
+ * @param[out] victims  cap entries, or NULL: victims[k] is a worker index.
+ * @param[out] ranks    cap entries, or NULL: ranks[k] is the rank of victims[k].
+ * @returns 0; EINVAL if pool or out is NULL or index >= heist_pool_size(pool).
+ * Fills min(cap, size - 1) entries. Workers bind themselves before heist_pool_create
+ * returns, so the report is final from then on.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_pool_placement(const heist_pool *pool, unsigned index,
+				      struct heist_placement *out, unsigned *victims,
+				      unsigned *ranks, size_t cap);
 
 #ifdef __cplusplus
 }

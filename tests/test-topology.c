@@ -1,0 +1,286 @@
+/* test-topology.c - placement and victim ranks on synthetic hwloc topologies (binding
+ * on a synthetic topology succeeds without effect, so the whole path runs on any
+ * machine), pinning on the real machine, and the affinity mask bounding the default
+ * worker count. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "heist/heist.h"
+#include "topology.h"
+
+enum { MAXW = 64 };
+
+struct layout {
+	struct heist_placement place[MAXW];
+	unsigned victims[MAXW][MAXW], ranks[MAXW][MAXW];
+};
+
+#ifdef HEIST_HAVE_HWLOC
+#define NEEDS_HWLOC() ((void)0)
+#else
+#define NEEDS_HWLOC() skip()	/* synthetic topologies need hwloc */
+#endif
+
+static heist_pool *
+synthetic_pool(const char *desc, unsigned threads, enum heist_pin pin)
+{
+	heist__topology_synthetic = desc;
+	struct heist_config cfg = {.threads = threads, .pin = pin};
+	heist_pool *pool = NULL;
+	int err = heist_pool_create(&pool, &cfg);
+	heist__topology_synthetic = NULL;
+	assert_int_equal(err, 0);
+	return pool;
+}
+
+static void
+read_layout(heist_pool *pool, struct layout *l)
+{
+	unsigned n = heist_pool_size(pool);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(heist_pool_placement(pool, i, &l->place[i], l->victims[i],
+						      l->ranks[i], MAXW),
+				 0);
+}
+
+/* Every other worker appears exactly once, ranks never decrease. */
+static void
+check_victim_lists(const struct layout *l, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int seen[MAXW] = {0};
+		for (unsigned k = 0; k + 1 < n; k++) {
+			unsigned v = l->victims[i][k];
+			assert_true(v < n);
+			assert_int_not_equal(v, i);
+			seen[v]++;
+			if (k)
+				assert_true(l->ranks[i][k] >= l->ranks[i][k - 1]);
+			assert_true(l->ranks[i][k] < l->place[i].nranks);
+		}
+		for (unsigned v = 0; v < n; v++)
+			assert_int_equal(seen[v], v == i ? 0 : 1);
+	}
+}
+
+/* The set of victims of worker i in rank r, as a bit mask. */
+static uint64_t
+rank_set(const struct layout *l, unsigned n, unsigned i, unsigned r)
+{
+	uint64_t m = 0;
+	for (unsigned k = 0; k + 1 < n; k++)
+		if (l->ranks[i][k] == r)
+			m |= (uint64_t)1 << l->victims[i][k];
+	return m;
+}
+
+static void
+smt_siblings_come_first(void **state)
+{
+	(void)state;
+	NEEDS_HWLOC();
+	static struct layout l;
+	/* 2 packages, each 1 L3 over 2 L2 over 1 core of 2 PUs: 8 PUs. */
+	heist_pool *pool = synthetic_pool("pack:2 l3:1 l2:2 core:1 pu:2", 8, HEIST_PIN_PU);
+	read_layout(pool, &l);
+	check_victim_lists(&l, 8);
+	for (unsigned i = 0; i < 8; i++) {
+		char want[8];
+		snprintf(want, sizeof(want), "%u", i);	/* PU i, in logical order */
+		assert_string_equal(l.place[i].cpus, want);
+		assert_int_equal(l.place[i].bound, 1);
+		assert_int_equal(l.place[i].nranks, 3);
+		unsigned sib = i ^ 1, pkg = i / 4 * 4;
+		assert_int_equal(rank_set(&l, 8, i, 0), (uint64_t)1 << sib);
+		uint64_t same_l3 = ((uint64_t)0xf << pkg) & ~((uint64_t)3 << (i & ~1u));
+		assert_int_equal(rank_set(&l, 8, i, 1), same_l3);
+		assert_int_equal(rank_set(&l, 8, i, 2), (uint64_t)0xff & ~((uint64_t)0xf << pkg));
+	}
+	heist_pool_destroy(pool);
+
+	/* Four workers pinned to cores on the same machine: one per core, in order. */
+	pool = synthetic_pool("pack:2 l3:1 l2:2 core:1 pu:2", 4, HEIST_PIN_CORE);
+	read_layout(pool, &l);
+	check_victim_lists(&l, 4);
+	const char *cores[] = {"0-1", "2-3", "4-5", "6-7"};
+	for (unsigned i = 0; i < 4; i++) {
+		assert_string_equal(l.place[i].cpus, cores[i]);
+		assert_int_equal(l.place[i].nranks, 2);
+		assert_int_equal(rank_set(&l, 4, i, 0), (uint64_t)1 << (i ^ 1));
+	}
+	heist_pool_destroy(pool);
+}
+
+static void
+two_sockets_rank_the_own_socket_first(void **state)
+{
+	(void)state;
+	NEEDS_HWLOC();
+	static struct layout l;
+	heist_pool *pool = synthetic_pool("pack:2 core:4 pu:1", 8, HEIST_PIN_CORE);
+	read_layout(pool, &l);
+	check_victim_lists(&l, 8);
+	for (unsigned i = 0; i < 8; i++) {
+		char want[8];
+		snprintf(want, sizeof(want), "%u", i);
+		assert_string_equal(l.place[i].cpus, want);
+		assert_int_equal(l.place[i].nranks, 2);
+		uint64_t own = (uint64_t)0xf << (i / 4 * 4);
+		assert_int_equal(rank_set(&l, 8, i, 0), own & ~((uint64_t)1 << i));
+		assert_int_equal(rank_set(&l, 8, i, 1), 0xff & ~own);
+	}
+	heist_pool_destroy(pool);
+
+	/* Two workers spread over the packages, not packed on the first. */
+	pool = synthetic_pool("pack:2 core:4 pu:1", 2, HEIST_PIN_CORE);
+	read_layout(pool, &l);
+	assert_string_equal(l.place[0].cpus, "0");
+	assert_string_equal(l.place[1].cpus, "4");
+	heist_pool_destroy(pool);
+}
+
+static void
+four_numa_nodes_rank_the_own_node_first(void **state)
+{
+	(void)state;
+	NEEDS_HWLOC();
+	static struct layout l;
+	heist_pool *pool = synthetic_pool("node:4 core:8 pu:1", 32, HEIST_PIN_CORE);
+	read_layout(pool, &l);
+	check_victim_lists(&l, 32);
+	for (unsigned i = 0; i < 32; i++) {
+		assert_int_equal(l.place[i].nranks, 2);
+		uint64_t own = (uint64_t)0xff << (i / 8 * 8);
+		assert_int_equal(rank_set(&l, 32, i, 0), own & ~((uint64_t)1 << i));
+		assert_int_equal(rank_set(&l, 32, i, 1), 0xffffffffu & ~own);
+	}
+	heist_pool_destroy(pool);
+}
+
+static void
+unpinned_pools_have_one_flat_rank(void **state)
+{
+	(void)state;
+	NEEDS_HWLOC();
+	static struct layout l;
+	heist_pool *pool = synthetic_pool("pack:2 core:4 pu:1", 8, HEIST_PIN_NONE);
+	read_layout(pool, &l);
+	check_victim_lists(&l, 8);
+	for (unsigned i = 0; i < 8; i++) {
+		assert_int_equal(l.place[i].nranks, 1);
+		assert_int_equal(l.place[i].bound, 0);
+		assert_string_equal(l.place[i].cpus, "");
+	}
+	heist_pool_destroy(pool);
+}
+
+static int
+where_am_i(void *arg)
+{
+	cpu_set_t *set = arg;
+	return sched_getaffinity(0, sizeof(*set), set) ? errno : 0;
+}
+
+static void
+pinning_to_pus_gives_one_cpu_each(void **state)
+{
+	(void)state;
+	struct heist_config cfg = {.threads = 2, .pin = HEIST_PIN_PU};
+	heist_pool *pool;
+	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
+	struct heist_stats s;
+	assert_int_equal(heist_pool_stats(pool, &s), 0);
+	if (s.bind_failures)
+		skip();	/* binding is not allowed here: the pool still works */
+	/* Each worker's own affinity, read inside a task on it: tasks submitted from a
+	 * worker stay on it unless stolen, so use heist_run per worker until both seen. */
+	cpu_set_t seen[2];
+	int found[2] = {0, 0};
+	for (int tries = 0; tries < 100000 && !(found[0] && found[1]); tries++) {
+		cpu_set_t set;
+		heist_future *f;
+		assert_int_equal(heist_submit(pool, where_am_i, &set, &f), 0);
+		assert_int_equal(heist_future_wait(f), 0);
+		heist_future_release(f);
+		int cpus = CPU_COUNT(&set);
+		assert_int_equal(cpus, 1);
+		for (int c = 0; c < 2; c++)
+			if (CPU_ISSET(c, &set) && !found[c]) {
+				found[c] = 1;
+				seen[c] = set;
+			}
+	}
+	(void)seen;
+	struct heist_placement p0, p1;
+	assert_int_equal(heist_pool_placement(pool, 0, &p0, NULL, NULL, 0), 0);
+	assert_int_equal(heist_pool_placement(pool, 1, &p1, NULL, NULL, 0), 0);
+	assert_int_equal(p0.bound, 1);
+	assert_string_not_equal(p0.cpus, p1.cpus);
+	heist_pool_destroy(pool);
+}
+
+static void *
+create_under_one_cpu(void *arg)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return (void *)(intptr_t)-1;
+	heist_pool *pool;
+	if (heist_pool_create(&pool, NULL))
+		return (void *)(intptr_t)-2;
+	unsigned n = heist_pool_size(pool);
+	heist_pool_destroy(pool);
+	return (void *)(intptr_t)n;
+}
+
+static void
+affinity_mask_bounds_the_default_worker_count(void **state)
+{
+	(void)state;
+	pthread_t th;
+	void *ret;
+	/* In a thread of its own, so the test process keeps its mask. */
+	assert_int_equal(pthread_create(&th, NULL, create_under_one_cpu, NULL), 0);
+	assert_int_equal(pthread_join(th, &ret), 0);
+	assert_int_equal((intptr_t)ret, 1);
+}
+
+static void
+bad_synthetic_topology_is_einval(void **state)
+{
+	(void)state;
+	NEEDS_HWLOC();
+	heist__topology_synthetic = "no such thing:3";
+	heist_pool *pool = (heist_pool *)1;
+	assert_int_equal(heist_pool_create(&pool, NULL), EINVAL);
+	assert_null(pool);
+	heist__topology_synthetic = NULL;
+	struct heist_placement p;
+	assert_int_equal(heist_pool_placement(NULL, 0, &p, NULL, NULL, 0), EINVAL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(smt_siblings_come_first),
+		cmocka_unit_test(two_sockets_rank_the_own_socket_first),
+		cmocka_unit_test(four_numa_nodes_rank_the_own_node_first),
+		cmocka_unit_test(unpinned_pools_have_one_flat_rank),
+		cmocka_unit_test(pinning_to_pus_gives_one_cpu_each),
+		cmocka_unit_test(affinity_mask_bounds_the_default_worker_count),
+		cmocka_unit_test(bad_synthetic_topology_is_einval),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
