@@ -29,7 +29,15 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 	 * which orders these stores before its own. */
 	atomic_store_explicit(&t->state, TASK_PENDING, memory_order_relaxed);
 	atomic_store_explicit(&t->thief, NULL, memory_order_relaxed);
-	if (unlikely(!w) || unlikely(heist__deque_push(&w->dq, t) != 0)) {
+	if (unlikely(!w)) {
+		run_at_once(t);
+		return;
+	}
+	if (unlikely(heist__deque_push(&w->dq, t) != 0)) {
+		/* No memory to grow the deque: run the child now (a legal schedule of
+		 * strict fork-join) and let sync find it done. */
+		counter_add(&w->stats.spawned, 1);
+		counter_add(&w->stats.executed, 1);
 		run_at_once(t);
 		return;
 	}

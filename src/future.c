@@ -10,6 +10,7 @@
 
 #include "futex.h"
 #include "internal.h"
+#include "profile.h"
 #include "worker.h"
 
 /* The job this thread is running, for heist_cancelled. */
@@ -96,9 +97,10 @@ token_cancelled(const struct heist_future *j)
 	return j->token && atomic_load_explicit(&j->token->requested, memory_order_acquire);
 }
 
-void
-heist__job_run(struct heist_future *j)
+bool
+heist__job_run(struct heist_future *j, struct worker *w)
 {
+	bool ran = false;
 	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
 	while ((s & FUT_MASK) == FUT_QUEUED) {	/* else cancelled while queued */
 		if (token_cancelled(j)) {
@@ -120,15 +122,22 @@ heist__job_run(struct heist_future *j)
 							  memory_order_acquire,
 							  memory_order_relaxed)) {
 			struct heist_future *outer = current_job;
+			counter_add(&w->stats.executed, 1);	/* before it can be waited for */
+			uint64_t started = HEIST_PROFILER && w->profile ? heist__tsc() : 0;
 			current_job = j;
 			j->task.result = j->task.fn(j->task.arg);
 			current_job = outer;
+			if (HEIST_PROFILER && unlikely(w->profile))
+				heist__profile_record(w->prof, w->index, j->task.created_tsc,
+						      started, heist__tsc());
 			finish(j, FUT_DONE);
+			ran = true;
 			break;
 		}
 	}
 	drop_belongings(j);
 	heist__job_release(j);
+	return ran;
 }
 
 bool

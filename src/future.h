@@ -59,8 +59,9 @@ struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);
 int heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size);
 
 /* Run a job taken from a queue (or skip it if cancelled), then drop the pool's
- * reference. Any worker. */
-void heist__job_run(struct heist_future *j);
+ * reference. Worker w only; when it profiles, the sample is recorded before the
+ * future is satisfied, so a waiter's report includes it. Returns whether it ran. */
+bool heist__job_run(struct heist_future *j, struct worker *w);
 
 /* Free a job that was never queued, with what it holds. */
 void heist__job_discard(struct heist_future *j);

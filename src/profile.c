@@ -22,7 +22,7 @@ enum {
 	SUB_BITS = 7,
 	SUB = 1 << SUB_BITS,		/* 128 sub-buckets per power of two */
 	LINEAR = 2 * SUB,		/* values below 256: one bucket each */
-	BUCKETS = LINEAR + (64 - SUB_BITS - 2) * SUB,
+	BUCKETS = LINEAR + (64 - SUB_BITS - 1) * SUB,
 	SAMPLES_PER_WORKER = 1 << 18,	/* 6 MiB of raw samples per worker */
 	CALIBRATE_NS = 20000000,
 };
@@ -443,12 +443,15 @@ heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind, const 
 	if ((n && (!q || !out)) || (kind != HEIST_LATENCY_DISPATCH &&
 				    kind != HEIST_LATENCY_END_TO_END))
 		return EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!(q[i] >= 0.0 && q[i] <= 1.0))	/* NaN fails both */
+			return EINVAL;
 	struct merged m;
 	if ((err = merge(pool, 0, pool->n, &m)))
 		return err;
 	uint64_t *sorted = sorted_latencies(pool, 0, pool->n, (int)kind, &m);
 	for (size_t i = 0; i < n; i++)
-		out[i] = quantile(&m, (int)kind, sorted, q[i] < 0 ? 0 : q[i] > 1 ? 1 : q[i]);
+		out[i] = quantile(&m, (int)kind, sorted, q[i]);
 	free(sorted);
 	free(m.hist[0]);
 	free(m.hist[1]);

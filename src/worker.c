@@ -79,8 +79,6 @@ heist__worker_publish(struct worker *w)
 	heist__sleep_notify(&w->pool->sleep);
 }
 
-static void run_task(struct worker *w, struct task *t);
-
 noinline int
 heist__worker_run_profiled(struct worker *w, struct task *t)
 {
@@ -93,30 +91,20 @@ heist__worker_run_profiled(struct worker *w, struct task *t)
 void
 heist__worker_run(struct worker *w, struct task *t)
 {
-	counter_add(&w->stats.executed, 1);
-	if (HEIST_PROFILER && unlikely(w->profile)) {
-		/* Read before running: once it has run, t may be gone. */
-		uint64_t created = t->created_tsc, started = heist__tsc();
-		run_task(w, t);
-		heist__profile_record(w->prof, w->index, created, started, heist__tsc());
-		return;
-	}
-	run_task(w, t);
-}
-
-static void
-run_task(struct worker *w, struct task *t)
-{
 	/* relaxed: the kind never changes after the task was queued, and the queue's
 	 * hand-off (deque publish or injector link, both release) ordered it. */
 	if (atomic_load_explicit(&t->state, memory_order_relaxed) == TASK_JOB) {
-		heist__job_run((struct heist_future *)t);
+		heist__job_run((struct heist_future *)t, w);	/* counts executed */
 		w->done_unflushed++;
 		return;
 	}
+	counter_add(&w->stats.executed, 1);
 	/* relaxed: a hint for the owner's leapfrogging, not a publication. */
 	atomic_store_explicit(&t->thief, w, memory_order_relaxed);
-	t->result = t->fn(t->arg);
+	if (HEIST_PROFILER && unlikely(w->profile))
+		t->result = heist__worker_run_profiled(w, t);	/* recorded before DONE */
+	else
+		t->result = t->fn(t->arg);
 	/* release: publishes result (and the task's writes) to the owner's acquire
 	 * load in heist_sync. After this store the task record may be gone. */
 	atomic_store_explicit(&t->state, TASK_DONE, memory_order_release);

@@ -96,7 +96,8 @@ HEIST_EXPORT int heist_profile_worker_report(heist_pool *pool, unsigned index,
 /**
  * The latency at each of n quantiles q[i] (0 <= q[i] <= 1), in cycles, all workers
  * merged: enough for a full percentile distribution (HdrHistogram's .hgrm).
- * @returns as heist_profile_report; EINVAL also for a NULL q or out with n > 0.
+ * @returns as heist_profile_report; EINVAL also for a NULL q or out with n > 0, or a
+ *          quantile outside [0, 1] (NaN included).
  * @since 0.1
  */
 HEIST_EXPORT int heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind,
@@ -104,7 +105,8 @@ HEIST_EXPORT int heist_profile_percentiles(heist_pool *pool, enum heist_latency_
 
 /**
  * Call fn(ctx, sample) for every sample still in the buffers, worker by worker, in the
- * order each worker ran them (for a trace of the schedule).
+ * order each worker finished them (a child synced inline finishes, and comes,
+ * before its parent), for a trace of the schedule.
  * @returns as heist_profile_report; EINVAL also for a NULL fn.
  * @since 0.1
  */
