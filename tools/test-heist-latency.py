@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""test-heist-latency.py - heist-latency end to end, on small workloads (seconds).
+
+Run by meson test with the built tool's path as the only argument. Checks the JSON
+report (keys, exact task counts, ordered percentiles), the .hgrm files (HdrHistogram's
+columns and footer), the trace (valid trace-event JSON, one complete event per task),
+the submit and for-each workloads, --repeat, the table, --help, --version, and that bad
+options exit 2 with a one-line message. Exits 77 (meson's "skipped") when heist was
+built with -Dprofiler=false. Timings are printed by the tool but never checked.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TOOL = sys.argv[1] if len(sys.argv) > 1 else "heist-latency"
+PLOT = sys.argv[2] if len(sys.argv) > 2 else None  # tools/plot-latency, optional
+FIELDS = ["count", "min", "max", "mean", "p50", "p90", "p99", "p999", "p9999",
+          "min_ns", "max_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
+          "p9999_ns"]
+ORDER = ["min", "p50", "p90", "p99", "p999", "p9999", "max"]
+TESTS = []
+
+
+def run(*args, code=0):
+    p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=120)
+    if code is not None and p.returncode != code:
+        raise AssertionError(f"{' '.join(args)}: exit {p.returncode}, expected {code}\n"
+                             f"stderr: {p.stderr}")
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def report(*args):
+    p = run("--json", *args)
+    return json.loads(p.stdout)
+
+
+def check_report(r, tasks):
+    for key in ["tool", "version", "workload", "parameters", "clock", "exact",
+                "samples_kept", "samples_dropped", "dispatch", "end_to_end", "stats",
+                "wall_ns", "percentiles"]:
+        check(key in r, f"key {key} missing")
+    for key in ["name", "cycles_per_ns", "invariant", "calibration"]:
+        check(key in r["clock"], f"clock.{key} missing")
+    for key in ["workers", "executed", "spawned", "stolen", "steal_attempts",
+                "injector_pops", "sleeps", "wakes"]:
+        check(key in r["stats"], f"stats.{key} missing")
+    check(r["clock"]["cycles_per_ns"] > 0, "cycles_per_ns <= 0")
+    for kind in ["dispatch", "end_to_end"]:
+        lat = r[kind]
+        for f in FIELDS:
+            check(f in lat, f"{kind}.{f} missing")
+        if tasks is not None:
+            check(lat["count"] == tasks, f"{kind}.count {lat['count']} != {tasks}")
+        vals = [lat[f] for f in ORDER]
+        check(vals == sorted(vals), f"{kind} percentiles out of order: {vals}")
+        ns = [lat[f + "_ns"] for f in ORDER]
+        check(ns == sorted(ns), f"{kind} ns percentiles out of order: {ns}")
+        check(lat["min"] <= lat["mean"] <= lat["max"], f"{kind}: mean outside [min, max]")
+        per = r["clock"]["cycles_per_ns"]
+        check(abs(lat["p50_ns"] - lat["p50"] / per) <= 0.01 + 1e-6 * lat["p50_ns"],
+              f"{kind}: p50_ns != p50 / cycles_per_ns")
+    if tasks is not None:
+        check(r["stats"]["executed"] == tasks,
+              f"stats.executed {r['stats']['executed']} != {tasks}")
+    pts = r["percentiles"]
+    check(len(pts) > 5 or r["end_to_end"]["count"] < 10, "too few percentile points")
+    ps = [p["p"] for p in pts]
+    check(ps == sorted(ps) and len(set(ps)) == len(ps), "percentile levels not increasing")
+    check(ps[0] == 0 and ps[-1] == 1, "percentile levels do not span 0..1")
+    for kind in ["dispatch", "end_to_end"]:
+        v = [p[kind + "_cycles"] for p in pts]
+        check(v == sorted(v), f"{kind} percentile points decrease")
+        check(v[0] == r[kind]["min"] and v[-1] == r[kind]["max"],
+              f"{kind} percentile points do not run from min to max")
+        check(all(kind + "_ns" in p for p in pts), f"{kind}_ns missing in points")
+
+
+@test
+def version():
+    p = run("--version")
+    check(re.fullmatch(r"heist-latency \d+\.\d+\.\d+\n", p.stdout), repr(p.stdout))
+
+
+@test
+def help_exits_0():
+    p = run("--help")
+    check("Usage" in p.stdout and "--workload" in p.stdout, "no usage text")
+    p = run("-h")
+    check("Usage" in p.stdout, "no usage text for -h")
+
+
+@test
+def json_fork_join():
+    r = report("--depth", "8", "--threads", "2")
+    check_report(r, 2 ** 9 - 1)
+    check(r["workload"] == "fork-join", "workload")
+    check(r["parameters"]["depth"] == 8, "parameters.depth")
+    check(r["expected_tasks"] == 511, "expected_tasks")
+    check(r["stats"]["workers"] == 2, "stats.workers")
+    check(r["stats"]["spawned"] == 510, "stats.spawned")
+    check(r["exact"] is True and r["samples_dropped"] == 0, "small run not exact")
+
+
+@test
+def json_depth_0_is_one_task():
+    check_report(report("--depth", "0", "--threads", "1"), 1)
+
+
+@test
+def repeat_merges():
+    r = report("--depth", "5", "--repeat", "3")
+    check_report(r, 3 * 63)
+    check(len(r["repeat_wall_ns"]) == 3, "repeat_wall_ns")
+    check(r["wall_ns"] == sum(r["repeat_wall_ns"]), "wall_ns is not the sum")
+
+
+@test
+def submit_workload():
+    r = report("--workload", "submit", "--tasks", "2000", "--payload", "50")
+    check_report(r, 2000)
+    check(r["workload"] == "submit" and r["parameters"]["tasks"] == 2000, "parameters")
+
+
+@test
+def for_each_workload():
+    r = report("--workload", "for-each", "--tasks", "1000", "--loops", "10")
+    check_report(r, None)
+    # each loop is at least the task that enters the pool; splits add more
+    check(r["end_to_end"]["count"] >= 10, "fewer tasks than loops")
+    check(r["end_to_end"]["count"] == r["stats"]["executed"], "count != executed")
+    check(r["parameters"]["loops"] == 10, "parameters.loops")
+
+
+@test
+def table():
+    p = run("--depth", "12", "--payload", "10")
+    out = p.stdout
+    for word in ["Percentile", "Dispatch latency", "End-to-end", "P50", "P90", "P99",
+                 "P99.9", "P99.99", "max", "min", "mean", "count", "8,191", "clock",
+                 "tasks executed", "wall time"]:
+        check(word in out, f"{word!r} not in the table:\n{out}")
+
+
+@test
+def hgrm():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "lat.hgrm")
+        run("--depth", "8", "--hgrm", path)
+        for f in [path, os.path.join(d, "lat.dispatch.hgrm")]:
+            lines = open(f).read().splitlines()
+            check(lines[0] == "       Value     Percentile TotalCount 1/(1-Percentile)",
+                  f"header {lines[0]!r}")
+            check(lines[1] == "", "no blank line after the header")
+            rows = [l.split() for l in lines[2:] if l and not l.startswith("#")]
+            check(len(rows) > 10, "too few rows")
+            check(all(len(r) == 4 for r in rows[:-1]) and len(rows[-1]) == 3,
+                  "rows need 4 columns, the last 3")
+            vals = [float(r[0]) for r in rows]
+            ps = [float(r[1]) for r in rows]
+            counts = [int(r[2]) for r in rows]
+            check(vals == sorted(vals), "values decrease")
+            check(ps == sorted(ps) and ps[0] == 0 and ps[-1] == 1, "percentiles")
+            check(counts == sorted(counts) and counts[-1] == 511, "total counts")
+            foot = [l for l in lines if l.startswith("#")]
+            check(len(foot) == 3, f"footer {foot}")
+            check(re.fullmatch(r"#\[Mean    = +[\d.]+, StdDeviation   = +[\d.]+\]",
+                               foot[0]), foot[0])
+            check(re.fullmatch(r"#\[Max     = +[\d.]+, Total count    = +511\]", foot[1]),
+                  foot[1])
+            check(re.fullmatch(r"#\[Buckets = +\d+, SubBuckets     = +\d+\]", foot[2]),
+                  foot[2])
+            check(abs(float(foot[1].split("=")[1].split(",")[0]) - vals[-1]) < 0.0015,
+                  "footer max != last row")
+
+
+@test
+def trace():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        run("--depth", "6", "--threads", "2", "--trace", path)
+        t = json.load(open(path))
+        ev = t["traceEvents"]
+        x = [e for e in ev if e["ph"] == "X"]
+        check(len(x) == 127, f"{len(x)} complete events, expected 127")
+        check(all(e["pid"] == 1 and 0 <= e["tid"] < 2 for e in x), "pid/tid")
+        check(all(e["ts"] >= 0 and e["dur"] >= 0 for e in x), "negative ts or dur")
+        names = {e["tid"]: e["args"]["name"] for e in ev
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        check(names == {0: "heist-0", 1: "heist-1"}, f"thread names {names}")
+        check(t["otherData"]["samples_dropped"] == 0, "samples dropped")
+
+
+@test
+def plot():
+    if not PLOT:
+        print("     (no plot-latency path given)")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        a, b, png = (os.path.join(d, n) for n in ["a.json", "b.json", "lat.png"])
+        open(a, "w").write(run("--json", "--depth", "9").stdout)
+        open(b, "w").write(run("--json", "--workload", "submit", "--tasks", "500").stdout)
+        p = subprocess.run([sys.executable, PLOT, a, b, "--label", "tree", "-o", png],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode == 1 and "matplotlib is missing" in p.stderr:
+            print("     (matplotlib is missing: plot not checked)")
+            return
+        check(p.returncode == 0, f"plot-latency exit {p.returncode}: {p.stderr}")
+        check(open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG")
+
+
+@test
+def bad_options_exit_2():
+    for args in [["--threads", "abc"], ["--depth", "99"], ["--workload", "nope"],
+                 ["--bogus"], ["--threads", "-1"], ["--repeat", "0"],
+                 ["--workload", "submit", "--tasks", "0"], ["--pin", "sideways"],
+                 ["--depth"], ["--depth", "5", "--workload", "submit"],
+                 ["--payload", "1x"], ["stray"], ["-x"]]:
+        p = run(*args, code=2)
+        check(p.stdout == "", f"{args}: output on stdout")
+        msg = p.stderr.strip()
+        check(msg.startswith("heist-latency: ") and "\n" not in msg,
+              f"{args}: not a one-line message: {p.stderr!r}")
+
+
+def main():
+    probe = run("--json", "--depth", "1", code=None)
+    if probe.returncode == 1 and "not supported" in probe.stderr:
+        print("skipped: heist was built without the profiler")
+        return 77
+    failures = []
+    for fn in TESTS:
+        try:
+            fn()
+            print(f"ok   {fn.__name__}")
+        except Exception as e:  # report every failure, not just the first
+            failures.append(fn.__name__)
+            print(f"FAIL {fn.__name__}: {e}")
+    if failures:
+        print(f"{len(failures)} failed: {', '.join(failures)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
