@@ -79,11 +79,13 @@ heist__deque_grow(struct deque *dq)
 	return 0;
 }
 
-/* Owner only: make every queued task public. */
+/* Owner only: make every queued task public but the newest `keep`. */
 noinline void
-heist__deque_publish(struct deque *dq)
+heist__deque_publish(struct deque *dq, int64_t keep)
 {
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed) - keep;
+	if (b < dq->public_cache)
+		b = dq->public_cache;
 	/* relaxed: a thief that raises the flag again after this simply waits for
 	 * our next publish; the flag carries no data. */
 	atomic_store_explicit(&dq->split_request, false, memory_order_relaxed);
@@ -96,16 +98,11 @@ heist__deque_publish(struct deque *dq)
 	dq->public_cache = b;
 }
 
-/* Owner only: pop the bottom task when the private region is empty or a thief asked
- * for work (then everything is published first and the pop goes through the public
- * protocol). */
+/* Owner only: pop the bottom task when the private region is empty. */
 noinline struct task *
 heist__deque_pop_public(struct deque *dq)
 {
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
-	if (b > dq->public_cache)
-		heist__deque_publish(dq);
-	b = b - 1;
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed) - 1;
 	/* relaxed store, then the seq_cst fence: our claim on slot b must be visible
 	 * before we read top. Pairs with the fence in heist__deque_steal between its
 	 * loads of top and public_bottom; without the pair, the owner and a thief can

@@ -7,7 +7,8 @@
  * only the owner touches them, so pushing and popping there needs no fence and no
  * atomic read-modify-write (the split deque of Lace, van Dijk and van de Pol 2014).
  * A thief that finds the public part empty raises split_request; the owner publishes
- * its private slots at its next push or pop. Victim choice lives in worker.c. */
+ * its private slots at its next push or pop (worker.c, which also wakes a sleeper:
+ * the deque itself never publishes). Victim choice lives in worker.c. */
 #ifndef HEIST_DEQUE_H
 #define HEIST_DEQUE_H
 
@@ -53,7 +54,7 @@ int heist__deque_init(struct deque *dq, size_t capacity);
 void heist__deque_fini(struct deque *dq);	/* the owner's array; retired ones go by RCU */
 int heist__deque_grow(struct deque *dq);
 struct task *heist__deque_pop_public(struct deque *dq);
-void heist__deque_publish(struct deque *dq);
+void heist__deque_publish(struct deque *dq, int64_t keep);
 enum steal_result heist__deque_steal(struct deque *dq, struct task **out);
 
 /* Tasks queued, public and private: any thread, a racy snapshot. */
@@ -127,12 +128,19 @@ heist__deque_drop_private(struct deque *dq)
 	atomic_store_explicit(&dq->bottom, b - 1, memory_order_relaxed);
 }
 
+/* Owner only. Tasks in the private region. */
+static inline int64_t
+heist__deque_private_count(struct deque *dq)
+{
+	return atomic_load_explicit(&dq->bottom, memory_order_relaxed) - dq->public_cache;
+}
+
 /* Owner only. Take the bottom task (LIFO), private first, or NULL when empty. */
 static inline struct task *
 heist__deque_pop(struct deque *dq)
 {
 	struct task *t = heist__deque_peek_private(dq);
-	if (t && !heist__deque_split_requested(dq)) {
+	if (t) {
 		heist__deque_drop_private(dq);
 		return t;
 	}

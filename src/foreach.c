@@ -4,10 +4,13 @@
  * as a spawned task, only when its deque is empty, and when a thief asks while the
  * deque still holds a half, it publishes that half instead. So a loop with no hungry
  * workers costs one check per grain, and a loop with many splits as often as idle
- * workers need work. */
+ * workers need work. A split made while some worker is idle is published at once,
+ * so that the idle worker need not ask first: loops of a few microseconds would
+ * otherwise be half over before the request was seen. */
 #include <errno.h>
 
 #include "pool.h"
+#include "sleep.h"
 #include "worker.h"
 
 enum {
@@ -47,7 +50,7 @@ want_split(struct worker *w)
 	if (heist__deque_size(&w->dq) == 0)
 		return true;
 	if (heist__deque_split_requested(&w->dq))
-		heist__worker_publish(w);
+		heist__worker_publish(w, 0);
 	return false;
 }
 
@@ -82,6 +85,9 @@ run_range(void *p)
 			size_t mid = b + left / 2;
 			halves[n] = (struct range){l, mid, e};
 			heist_spawn(&tasks[n], run_range, &halves[n]);
+			if (heist__deque_private_count(&w->dq) &&
+			    heist__sleep_has_idle(&w->pool->sleep))
+				heist__worker_publish(w, 0);
 			n++;
 			e = mid;
 			continue;

@@ -45,7 +45,7 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 		t->created_tsc = heist__tsc();
 	counter_add(&w->stats.spawned, 1);
 	if (unlikely(heist__deque_split_requested(&w->dq)))
-		heist__worker_publish(w);
+		heist__worker_publish(w, 0);
 }
 
 HEIST_EXPORT int

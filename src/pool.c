@@ -217,7 +217,7 @@ submit_local(struct worker *w, struct heist_future *j)
 		atomic_fetch_sub_explicit(&w->pool->live, 1, memory_order_relaxed);
 		return ENOMEM;
 	}
-	heist__worker_publish(w);
+	heist__worker_publish(w, 0);
 	return 0;
 }
 

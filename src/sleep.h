@@ -63,6 +63,14 @@ heist__sleep_notify(struct sleep *s)
 		heist__sleep_notify_slow(s);
 }
 
+/* Whether some worker is searching or asleep: work published now would be taken.
+ * relaxed: a hint for whether to publish, not a synchronisation. */
+static inline bool
+heist__sleep_has_idle(struct sleep *s)
+{
+	return atomic_load_explicit(&s->state, memory_order_relaxed) != 0;
+}
+
 /* Wake every sleeper (shutdown). */
 void heist__sleep_wake_all(struct sleep *s);
 

@@ -73,9 +73,9 @@ flush_done(struct worker *w)
 }
 
 void
-heist__worker_publish(struct worker *w)
+heist__worker_publish(struct worker *w, int64_t keep)
 {
-	heist__deque_publish(&w->dq);
+	heist__deque_publish(&w->dq, keep);
 	heist__sleep_notify(&w->pool->sleep);
 }
 
@@ -193,14 +193,14 @@ take_injector(struct worker *w)
 			heist__worker_run(w, batch[i]);	/* no memory to queue it */
 	}
 	if (k > 1)
-		heist__worker_publish(w);
+		heist__worker_publish(w, 0);
 	return batch[0];
 }
 
 static struct task *
 find_work(struct worker *w)
 {
-	struct task *t = heist__deque_pop(&w->dq);
+	struct task *t = heist__worker_pop(w);
 	if (!t)
 		t = take_injector(w);
 	if (!t)
@@ -242,7 +242,7 @@ static struct task *
 next_task(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
-	struct task *t = heist__deque_pop(&w->dq);
+	struct task *t = heist__worker_pop(w);
 	if (!t)
 		t = take_injector(w);
 	if (t)
@@ -342,7 +342,7 @@ heist__worker_sync_slow(struct worker *w, struct task *t)
 		 * heist_spawn when it had to run t at once). */
 		if (atomic_load_explicit(&t->state, memory_order_acquire) == TASK_DONE)
 			return t->result;
-		struct task *x = heist__deque_pop(&w->dq);
+		struct task *x = heist__worker_pop(w);
 		if (x == t) {
 			counter_add(&w->stats.executed, 1);
 			if (HEIST_PROFILER && unlikely(w->profile))

@@ -45,8 +45,21 @@ int heist__worker_run_profiled(struct worker *w, struct task *t);
 /* Run any task taken from a queue: a stolen spawned task or a job. */
 void heist__worker_run(struct worker *w, struct task *t);
 
-/* Publish the private deque region and wake a sleeper if nobody searches. */
-void heist__worker_publish(struct worker *w);
+/* Publish the private deque region but its newest `keep` tasks, and wake a sleeper
+ * if nobody searches. */
+void heist__worker_publish(struct worker *w, int64_t keep);
+
+/* Take the bottom task of our deque. A pending thief's request is answered first by
+ * publishing the private tasks below the one we take; with only that one, the request
+ * stays pending for the next push. */
+static inline struct task *
+heist__worker_pop(struct worker *w)
+{
+	if (unlikely(heist__deque_split_requested(&w->dq)) &&
+	    heist__deque_private_count(&w->dq) > 1)
+		heist__worker_publish(w, 1);
+	return heist__deque_pop(&w->dq);
+}
 
 /* heist_sync's slow path: t was not at the bottom of the deque. */
 int heist__worker_sync_slow(struct worker *w, struct task *t);

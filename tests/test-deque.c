@@ -62,7 +62,7 @@ private_tasks_cannot_be_stolen(void **state)
 	assert_int_equal(heist__deque_steal(dq, &t), STEAL_EMPTY);
 	/* The failed steal asked the owner to publish. */
 	assert_true(heist__deque_split_requested(dq));
-	heist__deque_publish(dq);
+	heist__deque_publish(dq, 0);
 	assert_false(heist__deque_split_requested(dq));
 	assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
 	assert_ptr_equal(t, item(7));
@@ -75,7 +75,7 @@ steal_is_fifo(void **state)
 	struct deque *dq = *state;
 	for (uintptr_t i = 0; i < 6; i++)
 		assert_int_equal(heist__deque_push(dq, item(i)), 0);
-	heist__deque_publish(dq);
+	heist__deque_publish(dq, 0);
 	struct task *t;
 	for (uintptr_t i = 0; i < 3; i++) {
 		assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
@@ -98,7 +98,7 @@ grows_across_doublings(void **state)
 	for (uintptr_t i = 0; i < N; i++) {
 		assert_int_equal(heist__deque_push(dq, item(i)), 0);
 		if (i == N / 2)
-			heist__deque_publish(dq);	/* grow with public and private parts */
+			heist__deque_publish(dq, 0);	/* grow with public and private parts */
 	}
 	assert_true(dq->grows >= 12);
 	assert_int_equal(heist__deque_size(dq), N);
@@ -170,7 +170,7 @@ owner_and_three_thieves_take_each_item_once(void **state)
 		for (unsigned k = 0; k < burst && next < STRESS_ITEMS; k++) {
 			assert_int_equal(heist__deque_push(s.dq, item(next++)), 0);
 			if (heist__deque_split_requested(s.dq))
-				heist__deque_publish(s.dq);
+				heist__deque_publish(s.dq, 0);
 		}
 		for (unsigned k = 0; k < pops; k++) {
 			struct task *t = heist__deque_pop(s.dq);
