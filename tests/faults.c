@@ -1,0 +1,180 @@
+/* faults.c - the __wrap_ functions behind faults.h: count calls, fail the armed ones,
+ * pass the rest to the real functions (__real_*, resolved by the linker's --wrap).
+ *
+ * Arming writes the owner thread and the countdown first, then publishes the mode with
+ * a release store; a wrapped call reads the mode with an acquire load before it reads
+ * the rest, so it never sees a new mode with an old countdown. Disarming while calls
+ * are in flight is fine: a call that already read the old mode may still fail, which
+ * is what a test that arms and disarms around one library call expects anyway.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* pthread_equal and friends; meson passes it too */
+#endif
+#include "faults.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+enum mode { MODE_OFF, MODE_NTH, MODE_ALL };
+
+struct fault_switch {
+	_Atomic int mode;
+	_Atomic int scope;
+	pthread_t owner;		/* written before mode is published */
+	_Atomic int64_t countdown;	/* calls left to let through before the failure */
+	_Atomic uint64_t failed;
+	_Atomic uint64_t calls;
+};
+
+static struct fault_switch switches[FAULT_KINDS];
+static _Thread_local uint64_t thread_calls[FAULT_KINDS];
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+void *__real_aligned_alloc(size_t align, size_t size);
+int __real_posix_memalign(void **p, size_t align, size_t size);
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+			  void *(*fn)(void *), void *arg);
+
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+void *__wrap_aligned_alloc(size_t align, size_t size);
+int __wrap_posix_memalign(void **p, size_t align, size_t size);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+			  void *(*fn)(void *), void *arg);
+
+static void
+arm(enum fault_kind kind, int mode, int64_t skip, enum fault_scope scope)
+{
+	struct fault_switch *s = &switches[kind];
+
+	atomic_store_explicit(&s->mode, MODE_OFF, memory_order_relaxed);
+	s->owner = pthread_self();
+	atomic_store_explicit(&s->scope, (int)scope, memory_order_relaxed);
+	atomic_store_explicit(&s->countdown, skip, memory_order_relaxed);
+	atomic_store_explicit(&s->failed, 0, memory_order_relaxed);
+	/* Publishes owner, scope and countdown; pairs with the acquire in should_fail(). */
+	atomic_store_explicit(&s->mode, mode, memory_order_release);
+}
+
+void
+fault_fail_nth(enum fault_kind kind, uint64_t skip, enum fault_scope scope)
+{
+	arm(kind, MODE_NTH, (int64_t)skip, scope);
+}
+
+void
+fault_fail_all(enum fault_kind kind, enum fault_scope scope)
+{
+	arm(kind, MODE_ALL, 0, scope);
+}
+
+uint64_t
+fault_disarm(enum fault_kind kind)
+{
+	atomic_store_explicit(&switches[kind].mode, MODE_OFF, memory_order_seq_cst);
+	return atomic_load_explicit(&switches[kind].failed, memory_order_seq_cst);
+}
+
+uint64_t
+fault_failed(enum fault_kind kind)
+{
+	return atomic_load_explicit(&switches[kind].failed, memory_order_seq_cst);
+}
+
+uint64_t
+fault_calls(enum fault_kind kind)
+{
+	return atomic_load_explicit(&switches[kind].calls, memory_order_seq_cst);
+}
+
+uint64_t
+fault_calls_this_thread(enum fault_kind kind)
+{
+	return thread_calls[kind];
+}
+
+/* Count the call; true when it must fail. */
+static bool
+should_fail(enum fault_kind kind)
+{
+	struct fault_switch *s = &switches[kind];
+	int mode;
+
+	atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed);
+	thread_calls[kind]++;
+	/* Pairs with the release store in arm(): owner and countdown are current. */
+	mode = atomic_load_explicit(&s->mode, memory_order_acquire);
+	if (mode == MODE_OFF)
+		return false;
+	if (atomic_load_explicit(&s->scope, memory_order_relaxed) == FAULT_THIS_THREAD &&
+	    !pthread_equal(s->owner, pthread_self()))
+		return false;
+	if (mode == MODE_NTH &&
+	    atomic_fetch_sub_explicit(&s->countdown, 1, memory_order_relaxed) != 0)
+		return false;	/* not yet, or the one failure already happened */
+	atomic_fetch_add_explicit(&s->failed, 1, memory_order_seq_cst);
+	return true;
+}
+
+void *
+__wrap_malloc(size_t size)
+{
+	if (should_fail(FAULT_ALLOC)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_malloc(size);
+}
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (should_fail(FAULT_ALLOC)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+void *
+__wrap_realloc(void *p, size_t size)
+{
+	if (should_fail(FAULT_ALLOC)) {
+		errno = ENOMEM;
+		return NULL;	/* p stays valid, as with a real failure */
+	}
+	return __real_realloc(p, size);
+}
+
+void *
+__wrap_aligned_alloc(size_t align, size_t size)
+{
+	if (should_fail(FAULT_ALLOC)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_aligned_alloc(align, size);
+}
+
+int
+__wrap_posix_memalign(void **p, size_t align, size_t size)
+{
+	if (should_fail(FAULT_ALLOC))
+		return ENOMEM;	/* *p untouched, as POSIX says */
+	return __real_posix_memalign(p, align, size);
+}
+
+int
+__wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+		      void *arg)
+{
+	if (should_fail(FAULT_THREAD))
+		return EAGAIN;
+	return __real_pthread_create(t, attr, fn, arg);
+}

@@ -1,0 +1,934 @@
+/* test-foreach.c - data parallelism: heist_for_each and heist_submit_bulk. Every index
+ * is visited exactly once (per-index counters) over empty, tiny, odd and large ranges,
+ * several grains and nonzero begins, on pools of one and two workers, called from an
+ * outside thread, from inside heist_run, from inside a submitted task, and as a bulk
+ * submission; sub-ranges are half-open, non-empty, inside the range and at most grain
+ * long; bodies run on the pool's workers; a nonzero body result stops the loop, is
+ * returned, and no body runs after the call returns; bad input is rejected; loops nest
+ * three deep without deadlock. Cancellation tokens are tested in test-cancel.c.
+ *
+ * Bodies and tasks never call cmocka (its asserts longjmp, and they run on workers):
+ * they count what went wrong in atomics, which the test thread checks. Nothing here
+ * waits on a clock: a test polls a condition, and sched_yield() only widens windows.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* meson passes it too */
+#endif
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
+
+#include "heist/heist.h"
+#include "faults.h"	/* TEST_SANITIZED; nothing here needs faults.c linked */
+
+/* Sanitizer builds run 5-20x slower: the large ranges shrink there, and stay large
+ * enough for many splits and steals. */
+#ifdef TEST_SANITIZED
+enum { BIG_ODD = 100003, BIG_EVEN = 131072, ERR_ROUNDS = 20 };
+#else
+enum { BIG_ODD = 1000003, BIG_EVEN = 1048576, ERR_ROUNDS = 100 };
+#endif
+
+static const unsigned POOL_SIZES[] = {1, 2};
+#define NPOOLS (sizeof(POOL_SIZES) / sizeof(POOL_SIZES[0]))
+
+static heist_pool *
+make_pool(unsigned threads)
+{
+	struct heist_config cfg = { .threads = threads };
+	heist_pool *pool = NULL;
+
+	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
+	assert_non_null(pool);
+	assert_int_equal(heist_pool_size(pool), threads);
+	return pool;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* How a loop is started: the four ways a caller can run one.                         */
+
+enum mode {
+	FROM_OUTSIDE,	/* heist_for_each on the test thread */
+	FROM_RUN,	/* heist_for_each inside heist_run's function */
+	FROM_TASK,	/* heist_for_each inside a submitted task the test waits for */
+	AS_BULK,	/* heist_submit_bulk, the test waits for the future */
+	MODES
+};
+
+static const char *const MODE_NAMES[] = {"outside", "run", "task", "bulk"};
+
+struct call {
+	heist_pool *pool;
+	size_t begin, end, grain;
+	heist_range_fn body;
+	void *arg;
+	atomic_bool *returned;	/* set as soon as the loop has returned, or NULL */
+	int result;		/* heist_for_each's return value, inside a task */
+	atomic_uint not_on_worker;
+};
+
+static int
+call_for_each(void *p)
+{
+	struct call *c = p;
+
+	if (heist_worker_index() < 0)
+		atomic_fetch_add(&c->not_on_worker, 1);
+	c->result = heist_for_each(c->pool, c->begin, c->end, c->grain, c->body, c->arg);
+	if (c->returned)
+		atomic_store(c->returned, true);
+	return c->result;
+}
+
+/* Run the loop the way mode says; returns what the loop returned (the future's value
+ * for AS_BULK and FROM_TASK). */
+static int
+run_loop(enum mode mode, struct call *c)
+{
+	heist_future *f = NULL;
+	int r = -1;
+
+	atomic_init(&c->not_on_worker, 0);
+	c->result = -1;
+	switch (mode) {
+	case FROM_OUTSIDE:
+		r = heist_for_each(c->pool, c->begin, c->end, c->grain, c->body, c->arg);
+		if (c->returned)
+			atomic_store(c->returned, true);
+		return r;
+	case FROM_RUN:
+		r = heist_run(c->pool, call_for_each, c);
+		assert_int_equal(r, c->result);
+		break;
+	case FROM_TASK:
+		assert_int_equal(heist_submit(c->pool, call_for_each, c, &f), 0);
+		r = heist_future_wait(f);
+		assert_true(heist_future_done(f));
+		heist_future_release(f);
+		assert_int_equal(r, c->result);
+		break;
+	case AS_BULK:
+		assert_int_equal(heist_submit_bulk(c->pool, c->begin, c->end, c->grain, c->body,
+						   c->arg, &f), 0);
+		assert_non_null(f);
+		r = heist_future_wait(f);
+		if (c->returned)
+			atomic_store(c->returned, true);
+		assert_true(heist_future_done(f));
+		heist_future_release(f);
+		return r;
+	default:
+		fail();
+	}
+	assert_int_equal(atomic_load(&c->not_on_worker), 0);
+	return r;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Visiting: each index once, sub-ranges well formed, bodies on workers.              */
+
+struct visit {
+	size_t begin, end, grain;
+	unsigned pool_size;
+	atomic_uint *hits;		/* hits[i - begin]: calls that covered i */
+	uint32_t *written;		/* plain writes, read after the loop returned */
+	atomic_size_t max_len;		/* the longest sub-range seen */
+	atomic_uint calls;
+	atomic_uint bad_range;		/* empty, outside [begin, end), longer than grain */
+	atomic_uint bad_worker;		/* heist_worker_index() outside [0, size) */
+	atomic_bool returned;		/* set by the caller once the loop returned */
+	atomic_uint after_return;	/* bodies that ran after that */
+};
+
+static uint32_t
+mark(size_t i)
+{
+	return (uint32_t)(i * 2654435761u) | 1;	/* never 0, so calloc's zero is "unwritten" */
+}
+
+static int
+visit_body(void *arg, size_t b, size_t e)
+{
+	struct visit *v = arg;
+
+	if (atomic_load(&v->returned))
+		atomic_fetch_add(&v->after_return, 1);
+	atomic_fetch_add(&v->calls, 1);
+	int wi = heist_worker_index();
+	if (wi < 0 || (unsigned)wi >= v->pool_size)
+		atomic_fetch_add(&v->bad_worker, 1);
+	if (!(b < e && b >= v->begin && e <= v->end) || (v->grain && e - b > v->grain)) {
+		atomic_fetch_add(&v->bad_range, 1);
+		return 0;	/* do not index out of bounds */
+	}
+	size_t len = e - b, seen = atomic_load(&v->max_len);
+	while (len > seen && !atomic_compare_exchange_weak(&v->max_len, &seen, len))
+		;
+	for (size_t i = b; i < e; i++) {
+		atomic_fetch_add_explicit(&v->hits[i - v->begin], 1, memory_order_relaxed);
+		v->written[i - v->begin] = mark(i);
+	}
+	if (atomic_load(&v->returned))
+		atomic_fetch_add(&v->after_return, 1);
+	return 0;
+}
+
+/* Run one loop over [begin, end) with grain and check everything about it. */
+static void
+visit_once(heist_pool *pool, enum mode mode, size_t begin, size_t end, size_t grain)
+{
+	size_t n = end - begin;
+	struct visit v = {
+		.begin = begin, .end = end, .grain = grain,
+		.pool_size = heist_pool_size(pool),
+		.hits = calloc(n ? n : 1, sizeof(atomic_uint)),
+		.written = calloc(n ? n : 1, sizeof(uint32_t)),
+	};
+	assert_non_null(v.hits);
+	assert_non_null(v.written);
+	struct call c = {
+		.pool = pool, .begin = begin, .end = end, .grain = grain,
+		.body = visit_body, .arg = &v, .returned = &v.returned,
+	};
+
+	int r = run_loop(mode, &c);
+	if (r != 0 || atomic_load(&v.bad_range) || atomic_load(&v.bad_worker)) {
+		print_error("mode %s, pool %u, [%zu, %zu), grain %zu: result %d, bad ranges %u, "
+			    "bad worker indexes %u\n", MODE_NAMES[mode], v.pool_size, begin, end,
+			    grain, r, atomic_load(&v.bad_range), atomic_load(&v.bad_worker));
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(atomic_load(&v.bad_range), 0);
+	assert_int_equal(atomic_load(&v.bad_worker), 0);
+	size_t missed = 0, repeated = 0, unwritten = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned h = atomic_load_explicit(&v.hits[i], memory_order_relaxed);
+		missed += h == 0;
+		repeated += h > 1;
+		unwritten += v.written[i] != mark(begin + i);
+	}
+	if (missed || repeated || unwritten)
+		print_error("mode %s, pool %u, [%zu, %zu), grain %zu: %zu missed, %zu repeated, "
+			    "%zu writes not seen\n", MODE_NAMES[mode], v.pool_size, begin, end,
+			    grain, missed, repeated, unwritten);
+	assert_int_equal(missed, 0);
+	assert_int_equal(repeated, 0);
+	assert_int_equal(unwritten, 0);
+	if (n == 0)
+		assert_int_equal(atomic_load(&v.calls), 0);
+	else
+		assert_in_range(atomic_load(&v.calls), 1, n);
+	if (grain)
+		assert_true(atomic_load(&v.max_len) <= grain);
+	/* Anything still running would show here or in after_return. */
+	assert_int_equal(atomic_load(&v.after_return), 0);
+	free(v.hits);
+	free(v.written);
+}
+
+static void
+visit_grid(const size_t *sizes, size_t nsizes, const size_t *begins, size_t nbegins,
+	   const enum mode *modes, size_t nmodes)
+{
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t s = 0; s < nsizes; s++) {
+			size_t n = sizes[s];
+			/* 0 = automatic, 1, 7, 1000, and one longer than the range */
+			const size_t grains[] = {0, 1, 7, 1000, n + 1};
+			for (size_t g = 0; g < sizeof(grains) / sizeof(grains[0]); g++)
+				for (size_t b = 0; b < nbegins; b++)
+					for (size_t m = 0; m < nmodes; m++)
+						visit_once(pool, modes[m], begins[b],
+							   begins[b] + n, grains[g]);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
+static const enum mode ALL_MODES[] = {FROM_OUTSIDE, FROM_RUN, FROM_TASK, AS_BULK};
+#define NMODES (sizeof(ALL_MODES) / sizeof(ALL_MODES[0]))
+
+static void
+empty_range_never_calls_body_and_returns_zero(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		const size_t at[] = {0, 1, 12345, SIZE_MAX};
+		for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++)
+			for (size_t m = 0; m < NMODES; m++)
+				for (size_t grain = 0; grain < 3; grain++)
+					visit_once(pool, ALL_MODES[m], at[k], at[k], grain);
+		heist_pool_destroy(pool);
+	}
+}
+
+static void
+tiny_ranges_visit_each_index_once(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {1, 2, 3};
+	const size_t begins[] = {0, 1, 1000};
+	visit_grid(sizes, 3, begins, 3, ALL_MODES, NMODES);
+}
+
+static void
+odd_large_range_visits_each_index_once_from_outside(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {BIG_ODD};
+	const size_t begins[] = {0, 77777};
+	const enum mode modes[] = {FROM_OUTSIDE};
+	visit_grid(sizes, 1, begins, 2, modes, 1);
+}
+
+static void
+odd_large_range_visits_each_index_once_inside_tasks(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {BIG_ODD};
+	const size_t begins[] = {3};
+	const enum mode modes[] = {FROM_RUN, FROM_TASK};
+	visit_grid(sizes, 1, begins, 1, modes, 2);
+}
+
+static void
+odd_large_range_visits_each_index_once_as_bulk(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {BIG_ODD};
+	const size_t begins[] = {5};
+	const enum mode modes[] = {AS_BULK};
+	visit_grid(sizes, 1, begins, 1, modes, 1);
+}
+
+static void
+power_of_two_range_visits_each_index_once(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {BIG_EVEN};
+	const size_t begins[] = {0, 1};
+	const enum mode modes[] = {FROM_OUTSIDE, FROM_RUN};
+	visit_grid(sizes, 1, begins, 2, modes, 2);
+}
+
+/* Halving and "begin + grain" near the top of size_t must not wrap. */
+static void
+range_ending_at_size_max_visits_each_index_once(void **state)
+{
+	(void)state;
+	const size_t sizes[] = {4099};
+	const size_t begins[] = {SIZE_MAX - 4099};
+	visit_grid(sizes, 1, begins, 1, ALL_MODES, NMODES);
+}
+
+/* Mid-sized ranges with many grains: every sub-range is non-empty, inside the range,
+ * at most grain long (visit_body counts violations, visit_once checks max_len). */
+static void
+subranges_are_half_open_nonempty_and_at_most_grain(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		const size_t grains[] = {1, 2, 3, 5, 64, 999, 1024, 4095, 4096};
+		for (size_t g = 0; g < sizeof(grains) / sizeof(grains[0]); g++)
+			for (size_t m = 0; m < NMODES; m++)
+				visit_once(pool, ALL_MODES[m], 100, 100 + 40961, grains[g]);
+		heist_pool_destroy(pool);
+	}
+}
+
+/* Bodies record which workers they ran on: every index is a worker's, and on two
+ * workers with slow bodies (a yield each) a thief takes part.
+ * Only the bound is asserted; who takes part is the scheduler's choice. */
+struct where {
+	atomic_uint seen[2];
+	atomic_uint outside;
+};
+
+static int
+where_body(void *arg, size_t b, size_t e)
+{
+	struct where *w = arg;
+	int wi = heist_worker_index();
+
+	(void)b;
+	(void)e;
+	if (wi < 0 || wi >= 2)
+		atomic_fetch_add(&w->outside, 1);
+	else
+		atomic_fetch_add(&w->seen[wi], 1);
+	return 0;
+}
+
+static void
+body_runs_with_a_worker_index_of_the_pool(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		unsigned size = POOL_SIZES[p];
+		heist_pool *pool = make_pool(size);
+		for (size_t m = 0; m < NMODES; m++) {
+			struct where w = {0};
+			struct call c = {
+				.pool = pool, .begin = 0, .end = 5000, .grain = 1,
+				.body = where_body, .arg = &w,
+			};
+			assert_int_equal(run_loop(ALL_MODES[m], &c), 0);
+			assert_int_equal(atomic_load(&w.outside), 0);
+			assert_int_equal(atomic_load(&w.seen[0]) + atomic_load(&w.seen[1]), 5000);
+			if (size == 1)
+				assert_int_equal(atomic_load(&w.seen[1]), 0);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Errors                                                                             */
+
+struct failing {
+	size_t fail_from, fail_every;	/* indices fail_from + k * fail_every fail */
+	size_t nfail;			/* how many such indices (0: none fail) */
+	int value;			/* what a failing chunk returns; 0: value_of() */
+	bool yield;			/* bodies yield, to let the others run meanwhile */
+	atomic_uint calls;
+	atomic_uint failures;		/* failing bodies that ran */
+	atomic_bool failed;		/* a failing body has returned (set just before) */
+	atomic_uint after_failure;	/* bodies that started after that */
+	atomic_bool returned;		/* the loop has returned */
+	atomic_uint after_return;	/* bodies running after that */
+	atomic_int first_value;		/* the value of the first failing body to return */
+	atomic_bool returned_value[4096];	/* which values failing bodies returned */
+};
+
+static int
+value_of(size_t chunk_begin)
+{
+	return 10000 + (int)(chunk_begin % 4096);
+}
+
+static int
+failing_body(void *arg, size_t b, size_t e)
+{
+	struct failing *f = arg;
+
+	if (atomic_load(&f->returned))
+		atomic_fetch_add(&f->after_return, 1);
+	if (atomic_load(&f->failed))
+		atomic_fetch_add(&f->after_failure, 1);
+	atomic_fetch_add(&f->calls, 1);
+	if (f->yield)
+		sched_yield();
+	bool fails = false;
+	if (f->nfail) {
+		size_t last = f->fail_from + (f->nfail - 1) * f->fail_every;
+		for (size_t i = b; i < e && !fails; i++)
+			fails = i >= f->fail_from && i <= last &&
+				(i - f->fail_from) % f->fail_every == 0;
+	}
+	if (atomic_load(&f->returned))
+		atomic_fetch_add(&f->after_return, 1);
+	if (!fails)
+		return 0;
+	int v = f->value ? f->value : value_of(b);
+	int none = 0;
+	atomic_compare_exchange_strong(&f->first_value, &none, v);
+	atomic_store(&f->returned_value[v % 4096], true);
+	atomic_fetch_add(&f->failures, 1);
+	atomic_store(&f->failed, true);
+	return v;
+}
+
+static struct failing *
+new_failing(size_t fail_from, size_t fail_every, size_t nfail, int value)
+{
+	struct failing *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	f->fail_from = fail_from;
+	f->fail_every = fail_every ? fail_every : 1;
+	f->nfail = nfail;
+	f->value = value;
+	return f;
+}
+
+static int
+run_failing(heist_pool *pool, enum mode mode, struct failing *f, size_t begin, size_t end,
+	    size_t grain)
+{
+	struct call c = {
+		.pool = pool, .begin = begin, .end = end, .grain = grain,
+		.body = failing_body, .arg = f, .returned = &f->returned,
+	};
+	return run_loop(mode, &c);
+}
+
+/* On one worker the bodies run one at a time, so "stops the chunks not yet started"
+ * is exact: once a body has failed, no body starts, and the loop gives its value. */
+static void
+error_stops_unstarted_chunks_on_one_worker(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	const size_t grains[] = {0, 1, 7, 1000};
+	const size_t n = 100000;
+	const size_t where[] = {0, 1, n / 3, n / 2, n - 1};
+	for (size_t m = 0; m < NMODES; m++)
+		for (size_t g = 0; g < sizeof(grains) / sizeof(grains[0]); g++)
+			for (size_t k = 0; k < sizeof(where) / sizeof(where[0]); k++) {
+				struct failing *f = new_failing(where[k], 1, 1, 7);
+				int r = run_failing(pool, ALL_MODES[m], f, 0, n, grains[g]);
+				assert_int_equal(r, 7);
+				assert_int_equal(atomic_load(&f->failures), 1);
+				assert_int_equal(atomic_load(&f->after_failure), 0);
+				assert_int_equal(atomic_load(&f->after_return), 0);
+				free(f);
+			}
+	heist_pool_destroy(pool);
+}
+
+/* The loop waits for the bodies that are running: after it returns, none runs. */
+static void
+no_body_runs_after_the_loop_returns(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (int round = 0; round < ERR_ROUNDS; round++) {
+			enum mode mode = ALL_MODES[round % NMODES];
+			size_t n = 2000 + (size_t)round * 37;
+			/* a failure somewhere, or none every fifth round */
+			struct failing *f = new_failing(10 + (size_t)round * 997 % n, 1,
+							round % 5 != 4, 7);
+			f->yield = true;
+			int r = run_failing(pool, mode, f, 10, 10 + n, round % 3);
+			assert_int_equal(r, round % 5 != 4 ? 7 : 0);
+			/* give a body that the loop did not wait for a chance to show */
+			for (int k = 0; k < 20; k++)
+				sched_yield();
+			assert_int_equal(atomic_load(&f->after_return), 0);
+			free(f);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
+/* Exactly one chunk fails: the loop gives exactly its value. */
+static void
+single_failing_chunk_value_is_returned(void **state)
+{
+	(void)state;
+	const size_t n = 20000;
+	const size_t where[] = {0, n / 2, n - 1};
+	const size_t grains[] = {0, 1, 7};
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t m = 0; m < NMODES; m++)
+			for (size_t g = 0; g < 3; g++)
+				for (size_t k = 0; k < 3; k++) {
+					struct failing *f = new_failing(where[k], 1, 1,
+									(int)(41 + k));
+					int r = run_failing(pool, ALL_MODES[m], f, 0, n, grains[g]);
+					assert_int_equal(r, (int)(41 + k));
+					assert_int_equal(atomic_load(&f->failures), 1);
+					assert_int_equal(atomic_load(&f->after_return), 0);
+					free(f);
+				}
+		heist_pool_destroy(pool);
+	}
+}
+
+/* Many chunks would fail, each with its own value. On one worker only the first to
+ * run does, and its value is returned; on two, the value returned is one that a
+ * failing body returned (which of those is first is the scheduler's race). */
+static void
+first_failure_wins_among_many(void **state)
+{
+	(void)state;
+	const size_t n = 50000;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t m = 0; m < NMODES; m++)
+			for (size_t grain = 1; grain <= 3; grain++) {
+				/* every 97th index from 1000 on fails */
+				struct failing *f = new_failing(1000, 97, n, 0);
+				int r = run_failing(pool, ALL_MODES[m], f, 0, n, grain);
+				assert_in_range(r, 10000, 10000 + 4095);
+				assert_true(atomic_load(&f->returned_value[r % 4096]));
+				assert_int_equal(atomic_load(&f->after_return), 0);
+				if (POOL_SIZES[p] == 1) {
+					assert_int_equal(atomic_load(&f->failures), 1);
+					assert_int_equal(r, atomic_load(&f->first_value));
+					assert_int_equal(atomic_load(&f->after_failure), 0);
+				}
+				free(f);
+			}
+		heist_pool_destroy(pool);
+	}
+}
+
+/* heist_submit_bulk's future gives the body's nonzero result (exactly, when one chunk
+ * fails) and 0 when none does. */
+static void
+submit_bulk_future_gives_first_nonzero(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t grain = 0; grain < 4; grain++) {
+			struct failing *f = new_failing(12345, 1, 1, 99);
+			assert_int_equal(run_failing(pool, AS_BULK, f, 0, 30000, grain), 99);
+			assert_int_equal(atomic_load(&f->failures), 1);
+			free(f);
+			f = new_failing(0, 1, 0, 99);
+			assert_int_equal(run_failing(pool, AS_BULK, f, 0, 30000, grain), 0);
+			assert_int_equal(atomic_load(&f->failures), 0);
+			free(f);
+			f = new_failing(100, 50, 1000, 0);
+			int r = run_failing(pool, AS_BULK, f, 0, 30000, grain);
+			assert_in_range(r, 10000, 10000 + 4095);
+			assert_true(atomic_load(&f->returned_value[r % 4096]));
+			free(f);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Bad input                                                                          */
+
+static atomic_uint bad_input_calls;
+
+static int
+count_body(void *arg, size_t b, size_t e)
+{
+	(void)arg;
+	(void)b;
+	(void)e;
+	atomic_fetch_add(&bad_input_calls, 1);
+	return 0;
+}
+
+static void
+for_each_rejects_begin_after_end(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	atomic_store(&bad_input_calls, 0);
+	assert_int_equal(heist_for_each(pool, 1, 0, 0, count_body, NULL), EINVAL);
+	assert_int_equal(heist_for_each(pool, 100, 10, 1, count_body, NULL), EINVAL);
+	assert_int_equal(heist_for_each(pool, SIZE_MAX, 0, 0, count_body, NULL), EINVAL);
+	struct call c = {
+		.pool = pool, .begin = 5, .end = 4, .grain = 1, .body = count_body,
+	};
+	assert_int_equal(run_loop(FROM_RUN, &c), EINVAL);
+	assert_int_equal(run_loop(FROM_TASK, &c), EINVAL);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&bad_input_calls), 0);
+}
+
+static void
+for_each_rejects_null_body(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	assert_int_equal(heist_for_each(pool, 0, 10, 0, NULL, NULL), EINVAL);
+	assert_int_equal(heist_for_each(pool, 0, 0, 0, NULL, NULL), EINVAL);
+	struct call c = { .pool = pool, .begin = 0, .end = 10, .grain = 1, .body = NULL };
+	assert_int_equal(run_loop(FROM_RUN, &c), EINVAL);
+	heist_pool_destroy(pool);
+}
+
+static void
+for_each_rejects_null_pool(void **state)
+{
+	(void)state;
+	atomic_store(&bad_input_calls, 0);
+	assert_int_equal(heist_for_each(NULL, 0, 10, 0, count_body, NULL), EINVAL);
+	assert_int_equal(heist_for_each(NULL, 0, 0, 0, count_body, NULL), EINVAL);
+	assert_int_equal(heist_for_each(NULL, 0, 10, 0, NULL, NULL), EINVAL);
+	assert_int_equal(atomic_load(&bad_input_calls), 0);
+}
+
+static void
+submit_bulk_rejects_bad_input_and_clears_out(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	heist_future *const junk = (heist_future *)(uintptr_t)0x1;
+	heist_future *f;
+
+	atomic_store(&bad_input_calls, 0);
+	f = junk;
+	assert_int_equal(heist_submit_bulk(pool, 1, 0, 0, count_body, NULL, &f), EINVAL);
+	assert_null(f);
+	f = junk;
+	assert_int_equal(heist_submit_bulk(pool, SIZE_MAX, 3, 1, count_body, NULL, &f), EINVAL);
+	assert_null(f);
+	f = junk;
+	assert_int_equal(heist_submit_bulk(pool, 0, 10, 0, NULL, NULL, &f), EINVAL);
+	assert_null(f);
+	f = junk;
+	assert_int_equal(heist_submit_bulk(NULL, 0, 10, 0, count_body, NULL, &f), EINVAL);
+	assert_null(f);
+	/* and without a future */
+	assert_int_equal(heist_submit_bulk(pool, 1, 0, 0, count_body, NULL, NULL), EINVAL);
+	assert_int_equal(heist_submit_bulk(NULL, 0, 1, 0, count_body, NULL, NULL), EINVAL);
+	assert_int_equal(heist_submit_bulk(pool, 0, 1, 0, NULL, NULL, NULL), EINVAL);
+	heist_pool_destroy(pool);	/* runs anything that was queued after all */
+	assert_int_equal(atomic_load(&bad_input_calls), 0);
+}
+
+/* Fire-and-forget bulk: the loop still runs to completion before destroy returns. */
+static void
+submit_bulk_without_future_runs_before_destroy_returns(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		size_t n = 30011;
+		struct visit v = {
+			.begin = 0, .end = n, .grain = 3, .pool_size = POOL_SIZES[p],
+			.hits = calloc(n, sizeof(atomic_uint)),
+			.written = calloc(n, sizeof(uint32_t)),
+		};
+		assert_non_null(v.hits);
+		assert_non_null(v.written);
+		assert_int_equal(heist_submit_bulk(pool, 0, n, 3, visit_body, &v, NULL), 0);
+		heist_pool_destroy(pool);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(atomic_load(&v.hits[i]), 1);
+			assert_int_equal(v.written[i], mark(i));
+		}
+		assert_int_equal(atomic_load(&v.bad_range), 0);
+		free(v.hits);
+		free(v.written);
+	}
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Nesting                                                                            */
+
+enum { NI = 17, NJ = 13, NK = 11 };
+
+struct nest {
+	heist_pool *pool;
+	size_t grain;
+	unsigned pool_size;
+	atomic_uint hits[NI][NJ][NK];
+	atomic_uint bad;	/* a nested loop failed, or a body ran off the pool */
+};
+
+struct nest_at {
+	struct nest *n;
+	size_t i, j;
+};
+
+static int
+nest_inner(void *arg, size_t b, size_t e)
+{
+	struct nest_at *at = arg;
+	int wi = heist_worker_index();
+
+	if (wi < 0 || (unsigned)wi >= at->n->pool_size || e > NK || b >= e)
+		atomic_fetch_add(&at->n->bad, 1);
+	for (size_t k = b; k < e && k < NK; k++)
+		atomic_fetch_add(&at->n->hits[at->i][at->j][k], 1);
+	return 0;
+}
+
+static int
+nest_middle(void *arg, size_t b, size_t e)
+{
+	struct nest_at *outer = arg;
+
+	for (size_t j = b; j < e && j < NJ; j++) {
+		struct nest_at at = {outer->n, outer->i, j};
+		if (heist_for_each(outer->n->pool, 0, NK, outer->n->grain, nest_inner, &at))
+			atomic_fetch_add(&outer->n->bad, 1);
+	}
+	return 0;
+}
+
+static int
+nest_outer(void *arg, size_t b, size_t e)
+{
+	struct nest *n = arg;
+
+	for (size_t i = b; i < e && i < NI; i++) {
+		struct nest_at at = {n, i, 0};
+		if (heist_for_each(n->pool, 0, NJ, n->grain, nest_middle, &at))
+			atomic_fetch_add(&n->bad, 1);
+	}
+	return 0;
+}
+
+static void
+check_nest(struct nest *n)
+{
+	size_t wrong = 0;
+	for (size_t i = 0; i < NI; i++)
+		for (size_t j = 0; j < NJ; j++)
+			for (size_t k = 0; k < NK; k++)
+				wrong += atomic_load(&n->hits[i][j][k]) != 1;
+	assert_int_equal(wrong, 0);
+	assert_int_equal(atomic_load(&n->bad), 0);
+}
+
+static void
+for_each_nests_three_deep(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t m = 0; m < NMODES; m++)
+			for (size_t grain = 0; grain < 4; grain++) {
+				struct nest *n = calloc(1, sizeof(*n));
+				assert_non_null(n);
+				n->pool = pool;
+				n->grain = grain;
+				n->pool_size = POOL_SIZES[p];
+				struct call c = {
+					.pool = pool, .begin = 0, .end = NI, .grain = grain,
+					.body = nest_outer, .arg = n,
+				};
+				assert_int_equal(run_loop(ALL_MODES[m], &c), 0);
+				check_nest(n);
+				free(n);
+			}
+		heist_pool_destroy(pool);
+	}
+}
+
+/* A task submits a task that runs a nested loop, and waits for it: on one worker the
+ * wait must run it (helping), on two either may. */
+static int
+submit_loop_and_wait(void *p)
+{
+	struct call *c = p;
+	heist_future *f = NULL;
+
+	if (heist_submit(c->pool, call_for_each, c, &f))
+		return -1;
+	int r = heist_future_wait(f);
+	heist_future_release(f);
+	return r;
+}
+
+static void
+for_each_inside_a_task_that_another_task_waits_for(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t grain = 0; grain < 3; grain++) {
+			struct nest *n = calloc(1, sizeof(*n));
+			assert_non_null(n);
+			n->pool = pool;
+			n->grain = grain;
+			n->pool_size = POOL_SIZES[p];
+			struct call c = {
+				.pool = pool, .begin = 0, .end = NI, .grain = grain,
+				.body = nest_outer, .arg = n,
+			};
+			atomic_init(&c.not_on_worker, 0);
+			heist_future *f = NULL;
+			assert_int_equal(heist_submit(pool, submit_loop_and_wait, &c, &f), 0);
+			assert_int_equal(heist_future_wait(f), 0);
+			heist_future_release(f);
+			assert_int_equal(c.result, 0);
+			assert_int_equal(atomic_load(&c.not_on_worker), 0);
+			check_nest(n);
+			free(n);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
+/* An inner failure travels out through each level's body. */
+static int
+fail_inner(void *arg, size_t b, size_t e)
+{
+	(void)arg;
+	return b <= 5 && 5 < e ? 23 : 0;
+}
+
+static int
+fail_middle(void *arg, size_t b, size_t e)
+{
+	heist_pool *pool = arg;
+	int r = 0;
+	for (size_t j = b; j < e && !r; j++)
+		r = j == 3 ? heist_for_each(pool, 0, 10, 1, fail_inner, NULL) : 0;
+	return r;
+}
+
+static int
+fail_outer(void *arg, size_t b, size_t e)
+{
+	heist_pool *pool = arg;
+	int r = 0;
+	for (size_t i = b; i < e && !r; i++)
+		r = i == 2 ? heist_for_each(pool, 0, 10, 1, fail_middle, pool) : 0;
+	return r;
+}
+
+static void
+nested_failure_is_returned_by_the_outer_loop(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t m = 0; m < NMODES; m++) {
+			struct call c = {
+				.pool = pool, .begin = 0, .end = 10, .grain = 1,
+				.body = fail_outer, .arg = pool,
+			};
+			assert_int_equal(run_loop(ALL_MODES[m], &c), 23);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(empty_range_never_calls_body_and_returns_zero),
+		cmocka_unit_test(tiny_ranges_visit_each_index_once),
+		cmocka_unit_test(odd_large_range_visits_each_index_once_from_outside),
+		cmocka_unit_test(odd_large_range_visits_each_index_once_inside_tasks),
+		cmocka_unit_test(odd_large_range_visits_each_index_once_as_bulk),
+		cmocka_unit_test(power_of_two_range_visits_each_index_once),
+		cmocka_unit_test(range_ending_at_size_max_visits_each_index_once),
+		cmocka_unit_test(subranges_are_half_open_nonempty_and_at_most_grain),
+		cmocka_unit_test(body_runs_with_a_worker_index_of_the_pool),
+		cmocka_unit_test(error_stops_unstarted_chunks_on_one_worker),
+		cmocka_unit_test(no_body_runs_after_the_loop_returns),
+		cmocka_unit_test(single_failing_chunk_value_is_returned),
+		cmocka_unit_test(first_failure_wins_among_many),
+		cmocka_unit_test(submit_bulk_future_gives_first_nonzero),
+		cmocka_unit_test(for_each_rejects_begin_after_end),
+		cmocka_unit_test(for_each_rejects_null_body),
+		cmocka_unit_test(for_each_rejects_null_pool),
+		cmocka_unit_test(submit_bulk_rejects_bad_input_and_clears_out),
+		cmocka_unit_test(submit_bulk_without_future_runs_before_destroy_returns),
+		cmocka_unit_test(for_each_nests_three_deep),
+		cmocka_unit_test(for_each_inside_a_task_that_another_task_waits_for),
+		cmocka_unit_test(nested_failure_is_returned_by_the_outer_loop),
+	};
+	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
