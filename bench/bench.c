@@ -1,0 +1,425 @@
+/* bench.c - the harness of heist-bench: clock, options helpers, the alternating
+ * measuring loop, statistics, result rows and their printing (table or JSON). Nothing
+ * here knows a workload; those are in w_*.c. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+enum { OMP_SETTLE_MS = 20 };
+
+uint64_t
+bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+bench_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+void
+bench_fail(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fputs("\nheist-bench: FAILED: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+void
+bench_progress(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+/* Whether the comma list has word (case-insensitive, whole items only). */
+static bool
+list_has(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+	const char *p = list;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == len && strncasecmp(p, word, len) == 0)
+			return true;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return false;
+}
+
+bool
+bench_selected(const struct bench_opts *o, const char *group, const char *name)
+{
+	return !o->only || list_has(o->only, group) || list_has(o->only, name);
+}
+
+bool
+bench_impl_enabled(const struct bench_opts *o, const char *impl)
+{
+	return !o->impls || list_has(o->impls, impl);
+}
+
+heist_pool *
+bench_heist_pool(unsigned threads)
+{
+	struct heist_config cfg = { .threads = threads, .name = "bench" };
+	heist_pool *pool = NULL;
+	int err = heist_pool_create(&pool, &cfg);
+	if (err)
+		bench_fail("heist_pool_create(%u threads): %s", threads, strerror(err));
+	if (heist_pool_size(pool) != threads)
+		bench_fail("heist_pool_size() = %u, asked for %u", heist_pool_size(pool), threads);
+	return pool;
+}
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+void
+bench_sort(uint64_t *x, size_t n)
+{
+	qsort(x, n, sizeof *x, cmp_u64);
+}
+
+uint64_t
+bench_median(uint64_t *x, size_t n)
+{
+	if (n == 0)
+		return 0;
+	bench_sort(x, n);
+	return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+uint64_t
+bench_percentile(const uint64_t *sorted, size_t n, double p)
+{
+	if (n == 0)
+		return 0;
+	size_t rank = (size_t)ceil(p / 100.0 * (double)n);	/* nearest rank, 1-based */
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return sorted[rank - 1];
+}
+
+/* ---- the measuring loop ---------------------------------------------------------- */
+
+/* After a run, let the implementation's idle threads stop spinning before the next
+ * one starts: on two cores a spinning idle thread halves the next run's CPU. libgomp
+ * spins for about 300,000 pause instructions (~7 ms measured here) after a parallel
+ * region unless OMP_WAIT_POLICY says otherwise, and that can only be set before the
+ * program starts, so OpenMP runs get a longer pause. */
+static void
+settle(const struct bench_opts *o, const struct variant *v)
+{
+	unsigned ms = o->settle_ms;
+	if (strcmp(v->impl, "omp") == 0 && ms < OMP_SETTLE_MS)
+		ms = OMP_SETTLE_MS;
+	bench_sleep_ms(ms);
+}
+
+void
+bench_measure(const struct bench_opts *o, struct variant *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		bench_progress(" %s/%u%s", v[i].impl, v[i].threads, i + 1 < n ? "" : " |");
+		v[i].run(v[i].ctx, -1);
+		settle(o, &v[i]);
+	}
+	for (unsigned rep = 0; rep < o->reps; rep++) {
+		for (unsigned i = 0; i < n; i++) {
+			v[i].ns[rep] = v[i].run(v[i].ctx, (int)rep);
+			settle(o, &v[i]);
+		}
+		bench_progress(" %u", rep + 1);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t tmp[BENCH_MAX_REPS];
+		memcpy(tmp, v[i].ns, o->reps * sizeof tmp[0]);
+		v[i].median_ns = bench_median(tmp, o->reps);
+	}
+	bench_progress("\n");
+}
+
+void
+bench_add(const struct bench_opts *o, struct variant *v, unsigned *n, const char *impl,
+	  unsigned threads, uint64_t (*run)(void *ctx, int rep), void *ctx)
+{
+	if (!bench_impl_enabled(o, impl))
+		return;
+	struct variant *x = &v[(*n)++];
+	memset(x, 0, sizeof *x);
+	x->impl = impl;
+	x->threads = threads;
+	x->run = run;
+	x->ctx = ctx;
+}
+
+void
+bench_check(const char *workload, const char *impl, unsigned threads, long long got,
+	    long long want)
+{
+	if (got != want)
+		bench_fail("WRONG ANSWER: %s, %s with %u thread%s: got %lld, expected %lld",
+			   workload, impl, threads, threads == 1 ? "" : "s", got, want);
+}
+
+struct variant *
+bench_find(struct variant *v, unsigned n, const char *impl, unsigned threads)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(v[i].impl, impl) == 0 && v[i].threads == threads)
+			return &v[i];
+	return NULL;
+}
+
+/* ---- rows ------------------------------------------------------------------------ */
+
+struct metric {
+	char key[32];
+	double value;
+	char text[64];
+};
+
+struct row {
+	char workload[16];
+	char size[24];
+	char impl[16];
+	unsigned threads;
+	double time_ns;
+	struct metric m[ROW_MAX_METRICS];
+	unsigned nm;
+	char note[160];
+};
+
+static struct row rows[BENCH_MAX_ROWS];
+static unsigned nrows;
+
+struct row *
+bench_row(const char *workload, const char *size, const char *impl, unsigned threads,
+	  double time_ns)
+{
+	if (nrows == BENCH_MAX_ROWS)
+		bench_fail("too many result rows (raise BENCH_MAX_ROWS)");
+	struct row *r = &rows[nrows++];
+	memset(r, 0, sizeof *r);
+	snprintf(r->workload, sizeof r->workload, "%s", workload);
+	snprintf(r->size, sizeof r->size, "%s", size);
+	snprintf(r->impl, sizeof r->impl, "%s", impl);
+	r->threads = threads;
+	r->time_ns = time_ns;
+	return r;
+}
+
+void
+row_metric(struct row *r, const char *key, double value, const char *fmt, ...)
+{
+	if (!r)
+		return;
+	if (r->nm == ROW_MAX_METRICS)
+		bench_fail("too many metrics on row %s %s", r->workload, r->impl);
+	struct metric *m = &r->m[r->nm++];
+	snprintf(m->key, sizeof m->key, "%s", key);
+	m->value = value;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->text, sizeof m->text, fmt, ap);
+	va_end(ap);
+}
+
+void
+row_note(struct row *r, const char *fmt, ...)
+{
+	if (!r)
+		return;
+	size_t used = strlen(r->note);
+	if (used && used + 2 < sizeof r->note) {
+		strcpy(r->note + used, "; ");
+		used += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->note + used, sizeof r->note - used, fmt, ap);
+	va_end(ap);
+}
+
+void
+bench_rows_from(const char *workload, const char *size, struct variant *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		bench_row(workload, size, v[i].impl, v[i].threads, (double)v[i].median_ns);
+}
+
+struct row *
+bench_row_for(const char *workload, const char *size, const char *impl, unsigned threads)
+{
+	for (unsigned i = 0; i < nrows; i++) {
+		struct row *r = &rows[i];
+		if (strcmp(r->workload, workload) == 0 && strcmp(r->size, size) == 0 &&
+		    strcmp(r->impl, impl) == 0 && r->threads == threads)
+			return r;
+	}
+	return NULL;
+}
+
+/* The time of the row with the same workload and size and the given impl (and thread
+ * count, unless threads is 0), or NAN. */
+static double
+ref_time(const struct row *r, const char *impl, unsigned threads)
+{
+	for (unsigned i = 0; i < nrows; i++) {
+		const struct row *q = &rows[i];
+		if (strcmp(q->workload, r->workload) == 0 && strcmp(q->size, r->size) == 0 &&
+		    strcmp(q->impl, impl) == 0 && (threads == 0 || q->threads == threads) &&
+		    q->time_ns > 0)
+			return q->time_ns;
+	}
+	return NAN;
+}
+
+/* Three significant digits in the largest unit that keeps the number >= 1. */
+static void
+format_time(char *buf, size_t len, double ns)
+{
+	static const struct { double div; const char *unit; } units[] = {
+		{ 1e9, "s" }, { 1e6, "ms" }, { 1e3, "us" }, { 1, "ns" },
+	};
+	if (!(ns >= 0)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		double x = ns / units[i].div;
+		if (x >= 1 || units[i].div == 1) {
+			int decimals = x >= 100 ? 0 : x >= 10 ? 1 : 2;
+			snprintf(buf, len, "%.*f %s", decimals, x, units[i].unit);
+			return;
+		}
+	}
+}
+
+static void
+format_ratio(char *buf, size_t len, double x)
+{
+	if (isnan(x))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.2f", x);
+}
+
+static void
+print_json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void
+print_json_number(double x)
+{
+	if (isnan(x) || isinf(x))
+		fputs("null", stdout);
+	else
+		printf("%.10g", x);
+}
+
+void
+bench_print(const struct bench_opts *o)
+{
+	if (o->json) {
+		printf("{\"threads\": %u, \"reps\": %u, \"quick\": %s, \"rows\": [\n", o->threads,
+		       o->reps, o->quick ? "true" : "false");
+		for (unsigned i = 0; i < nrows; i++) {
+			const struct row *r = &rows[i];
+			double t = r->time_ns >= 0 ? r->time_ns : NAN;
+			printf("  {\"workload\": ");
+			print_json_string(r->workload);
+			printf(", \"size\": ");
+			print_json_string(r->size);
+			printf(", \"impl\": ");
+			print_json_string(r->impl);
+			printf(", \"threads\": %u, \"median_ns\": ", r->threads);
+			print_json_number(t);
+			printf(", \"ratio_to_serial\": ");
+			print_json_number(t / ref_time(r, "serial", 0));
+			printf(", \"ratio_to_heist\": ");
+			print_json_number(t / ref_time(r, "heist", o->threads));
+			for (unsigned k = 0; k < r->nm; k++) {
+				printf(", ");
+				print_json_string(r->m[k].key);
+				printf(": ");
+				print_json_number(r->m[k].value);
+			}
+			if (r->note[0]) {
+				printf(", \"note\": ");
+				print_json_string(r->note);
+			}
+			printf("}%s\n", i + 1 < nrows ? "," : "");
+		}
+		printf("]}\n");
+		return;
+	}
+
+	printf("%-8s %-10s %-9s %3s %10s %8s %8s  %s\n", "workload", "size", "impl", "thr",
+	       "median", "t/serial", "t/heist", "figures");
+	const char *prev = "";
+	for (unsigned i = 0; i < nrows; i++) {
+		const struct row *r = &rows[i];
+		char t[32], rs[16], rh[16];
+		double ns = r->time_ns >= 0 ? r->time_ns : NAN;
+		if (strcmp(prev, r->workload) != 0 && i > 0)
+			putchar('\n');
+		prev = r->workload;
+		format_time(t, sizeof t, r->time_ns);
+		format_ratio(rs, sizeof rs, ns / ref_time(r, "serial", 0));
+		format_ratio(rh, sizeof rh, ns / ref_time(r, "heist", o->threads));
+		printf("%-8s %-10s %-9s %3u %10s %8s %8s ", r->workload, r->size, r->impl,
+		       r->threads, t, rs, rh);
+		for (unsigned k = 0; k < r->nm; k++)
+			printf(" %s", r->m[k].text);
+		if (r->note[0])
+			printf("%s(%s)", r->nm ? "  " : " ", r->note);
+		putchar('\n');
+	}
+}

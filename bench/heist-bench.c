@@ -1,0 +1,175 @@
+/* heist-bench.c - runs the reference workloads of WORKLOADS.md on heist and on its
+ * peers (serial, a mutex+condvar pool, OpenMP and oneTBB where built) and prints one
+ * table. Every run checks its answer and the program exits 1 on a wrong one. The
+ * workloads live in w_*.c; this file parses options and calls them in order. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "workloads.h"
+
+#include "malloc_count.h"
+#include "peers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+	const char *names;	/* what --only accepts for it */
+	void (*run)(const struct bench_opts *o);
+} workloads[] = {
+	{ "W1", w1_fib },
+	{ "W2", w2_nqueens },
+	{ "W3", w3_uts },
+	{ "W5, W5-fine", w5_storm },
+	{ "W6, W6-cold", w6_round_trip },
+	{ "idle", idle_cpu },
+};
+
+/* Every name --only and --impl accept. */
+static const char *const workload_names[] = {
+	"W1", "W2", "W3", "W5", "W5-fine", "W6", "W6-cold", "idle",
+};
+static const char *const impl_names[] = { "serial", "baseline", "heist", "omp", "tbb" };
+
+/* Exit 2 unless every item of the comma list is one of names[]. */
+static void
+check_list(const char *opt, const char *list, const char *const *names, size_t n)
+{
+	const char *p = list;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		bool known = false;
+		for (size_t i = 0; i < n && !known; i++)
+			known = strlen(names[i]) == len && strncasecmp(p, names[i], len) == 0;
+		if (!known) {
+			fprintf(stderr, "heist-bench: %s: unknown name '%.*s'; known:", opt,
+				(int)len, p);
+			for (size_t i = 0; i < n; i++)
+				fprintf(stderr, " %s", names[i]);
+			fputc('\n', stderr);
+			exit(2);
+		}
+		if (!end)
+			return;
+		p = end + 1;
+	}
+}
+
+static void
+usage(FILE *f)
+{
+	fputs("usage: heist-bench [--quick] [--threads N] [--reps N] [--only LIST] [--impl LIST]\n"
+	      "                   [--settle MS] [--json]\n"
+	      "  --quick        small sizes: a smoke run of a few seconds (CI)\n"
+	      "  --threads N    workers of the parallel implementations (default 2)\n"
+	      "  --reps N       timed repetitions per implementation, after one warm-up\n"
+	      "                 (default 5; at most 99)\n"
+	      "  --only LIST    comma list of workloads:", f);
+	for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
+		fprintf(f, " %s%s", workloads[i].names,
+			i + 1 < sizeof workloads / sizeof workloads[0] ? "," : "\n");
+	fputs("  --impl LIST    comma list of implementations: serial, baseline, heist",
+	      f);
+#ifdef HEIST_BENCH_OMP
+	fputs(", omp", f);
+#endif
+#ifdef HEIST_BENCH_TBB
+	fputs(", tbb", f);
+#endif
+	fputs("\n  --settle MS    pause after every run (default 5; at least 20 after OpenMP)\n"
+	      "  --json         print the rows as JSON instead of a table\n", f);
+}
+
+static unsigned
+parse_uint(const char *opt, const char *s, unsigned min, unsigned max)
+{
+	char *end;
+	unsigned long v = s ? strtoul(s, &end, 10) : 0;
+	if (!s || *end || end == s || v < min || v > max) {
+		fprintf(stderr, "heist-bench: %s wants a number from %u to %u\n", opt, min, max);
+		exit(2);
+	}
+	return (unsigned)v;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bench_opts o = { .threads = 2, .reps = 5, .settle_ms = 5 };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--quick") == 0) {
+			o.quick = true;
+		} else if (strcmp(a, "--json") == 0) {
+			o.json = true;
+		} else if (strcmp(a, "--threads") == 0) {
+			o.threads = parse_uint(a, next, 1, HEIST_MAX_THREADS);
+			i++;
+		} else if (strcmp(a, "--reps") == 0) {
+			o.reps = parse_uint(a, next, 1, BENCH_MAX_REPS);
+			i++;
+		} else if (strcmp(a, "--settle") == 0) {
+			o.settle_ms = parse_uint(a, next, 0, 10000);
+			i++;
+		} else if (strcmp(a, "--only") == 0 && next) {
+			o.only = next;
+			i++;
+		} else if (strcmp(a, "--impl") == 0 && next) {
+			o.impls = next;
+			i++;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "heist-bench: unknown option %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (o.only)
+		check_list("--only", o.only, workload_names,
+			   sizeof workload_names / sizeof workload_names[0]);
+	if (o.impls)
+		check_list("--impl", o.impls, impl_names, sizeof impl_names / sizeof impl_names[0]);
+#ifndef HEIST_BENCH_OMP
+	if (o.impls && bench_impl_enabled(&o, "omp"))
+		bench_progress("heist-bench: omp was not built (OpenMP not found); no omp rows\n");
+#endif
+#ifndef HEIST_BENCH_TBB
+	if (o.impls && bench_impl_enabled(&o, "tbb"))
+		bench_progress("heist-bench: tbb was not built (oneTBB not found); no tbb rows\n");
+#endif
+	if (o.reps < 5)
+		bench_progress("heist-bench: %u repetitions: fewer than the 5 WORKLOADS.md asks "
+			       "for\n", o.reps);
+
+	bench_progress("heist-bench: %u thread%s, %u repetitions + 1 warm-up, %s sizes; peers:%s%s;"
+		       " malloc counting %s\n",
+		       o.threads, o.threads == 1 ? "" : "s", o.reps, o.quick ? "quick" : "full",
+#ifdef HEIST_BENCH_OMP
+		       " omp",
+#else
+		       "",
+#endif
+#ifdef HEIST_BENCH_TBB
+		       " tbb",
+#else
+		       "",
+#endif
+		       malloc_count_available() ? "on" : "unavailable");
+#ifdef HEIST_BENCH_TBB
+	if (bench_impl_enabled(&o, "tbb"))
+		peer_tbb_start(o.threads);
+#endif
+
+	for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
+		workloads[i].run(&o);
+
+#ifdef HEIST_BENCH_TBB
+	peer_tbb_stop();
+#endif
+	bench_print(&o);
+	return 0;
+}

@@ -1,0 +1,194 @@
+/* peer_tbb.cpp - the workloads with oneTBB, for comparison (see peers.h). Fork-join is
+ * tbb::task_group (run per child, wait), inside a task_arena of `threads` slots that the
+ * calling thread enters, so `threads` counts it, as with OpenMP. Worker stacks keep
+ * oneTBB's default size: asking for 64 MiB (heist's default) made W3 lose most of its
+ * parallelism (109 ms -> 169 ms for seed 3 on two cores), and the default fits W3's
+ * depth. W6 uses a second arena with
+ * no slot for the caller: the task goes to a worker (enqueue), as heist_submit's does.
+ * Built only with oneTBB (HEIST_BENCH_TBB). */
+#include "peers.h"
+#include "latch.h"
+
+#include <memory>
+#include <vector>
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
+namespace {
+
+std::unique_ptr<tbb::global_control> parallelism;
+std::unique_ptr<tbb::task_arena> arena;		/* the caller joins: threads slots in all */
+std::unique_ptr<tbb::task_arena> workers_only;	/* threads workers, no caller slot (W6) */
+struct latch *round_trip_latch;
+
+/* ---- W1 fib --------------------------------------------------------------------- */
+
+long
+fib(int n)
+{
+	if (n < 2)
+		return n;
+	long a, b;
+	tbb::task_group g;
+	g.run([&a, n] { a = fib(n - 1); });
+	b = fib(n - 2);
+	g.wait();
+	return a + b;
+}
+
+/* ---- W2 nqueens ----------------------------------------------------------------- */
+
+void
+nqueens(nq_arg *a)
+{
+	if (a->rows == a->n) {
+		a->count = 1;
+		return;
+	}
+	nq_arg kid[NQ_MAX];
+	int k = 0;
+	tbb::task_group g;
+	for (int col = 0; col < a->n; col++) {
+		if (!nq_safe(a->board, a->rows, col))
+			continue;
+		nq_child(&kid[k], a, col);
+		nq_arg *c = &kid[k++];
+		g.run([c] { nqueens(c); });
+	}
+	g.wait();
+	long count = 0;
+	while (k--)
+		count += kid[k].count;
+	a->count = count;
+}
+
+/* ---- W3 uts --------------------------------------------------------------------- */
+
+struct uts_node {
+	uint64_t seed;
+	int depth;
+	uts_result r;
+};
+
+void uts(uts_node *node);
+
+/* The children of a node, in a frame-local array (the root's 2000 on the heap). */
+template <int N>
+void
+uts_kids(uts_node *node, int n)
+{
+	uts_node local[N];
+	std::vector<uts_node> big;
+	uts_node *kid = local;
+	if (n > N) {
+		big.resize((size_t)n);
+		kid = big.data();
+	}
+	tbb::task_group g;
+	for (int i = 0; i < n; i++) {
+		kid[i].seed = uts_child_seed(node->seed, i);
+		kid[i].depth = node->depth + 1;
+		uts_node *c = &kid[i];
+		g.run([c] { uts(c); });
+	}
+	g.wait();
+	for (int i = n - 1; i >= 0; i--) {
+		node->r.nodes += kid[i].r.nodes;
+		node->r.sum += kid[i].r.sum;
+	}
+}
+
+void
+uts(uts_node *node)
+{
+	uint64_t h = uts_work(node->seed);
+	int n = uts_children(h, node->depth);
+	node->r.nodes = 1;
+	node->r.sum = h;
+	if (n > 0)
+		uts_kids<UTS_CHILDREN>(node, n);
+}
+
+} // namespace
+
+extern "C" {
+
+void
+peer_tbb_start(unsigned threads)
+{
+	peer_tbb_stop();
+	/* One slot more than threads: the W6 arena has threads workers and no caller. */
+	parallelism = std::make_unique<tbb::global_control>(
+		tbb::global_control::max_allowed_parallelism, (size_t)threads + 1);
+	arena = std::make_unique<tbb::task_arena>((int)threads);
+	arena->initialize();
+	workers_only = std::make_unique<tbb::task_arena>((int)threads, 0);
+	workers_only->initialize();
+	round_trip_latch = latch_create(1);
+}
+
+void
+peer_tbb_stop(void)
+{
+	workers_only.reset();
+	arena.reset();
+	parallelism.reset();
+	if (round_trip_latch)
+		latch_destroy(round_trip_latch);
+	round_trip_latch = nullptr;
+}
+
+long
+peer_tbb_fib(int n)
+{
+	long r = 0;
+	arena->execute([&] { r = fib(n); });
+	return r;
+}
+
+long
+peer_tbb_nqueens(int n)
+{
+	nq_arg root{};
+	root.n = n;
+	arena->execute([&] { nqueens(&root); });
+	return root.count;
+}
+
+uts_result
+peer_tbb_uts(uint64_t seed)
+{
+	uts_node root{};
+	root.seed = seed;
+	arena->execute([&] { uts(&root); });
+	return root.r;
+}
+
+void
+peer_tbb_storm(double *out, size_t ntasks, unsigned iters)
+{
+	arena->execute([&] {
+		tbb::task_group g;
+		for (size_t k = 0; k < ntasks; k++)
+			g.run([out, k, iters] { out[k] = w5_body(k, iters); });
+		g.wait();
+	});
+}
+
+int
+peer_tbb_round_trip(void)
+{
+	static int result;
+	result = 0;
+	latch_reset(round_trip_latch, 1);
+	workers_only->enqueue([] {
+		result = 1;
+		latch_count_down(round_trip_latch);
+	});
+	latch_wait(round_trip_latch);
+	return result;
+}
+
+} // extern "C"

@@ -1,0 +1,180 @@
+/* w_uts.c - W3 uts: unbalanced tree search on a binomial tree. Each node does ~200 ns of
+ * work (64 rounds of mix); the root has 2000 children, any other node 8 (probability
+ * 0.124875) or none, so the tree is near-critical: thin, deep (~2000 levels) and
+ * unpredictable. Each child is a task; the result is (nodes, sum of h mod 2^64). */
+#include "workloads.h"
+
+#include "peers.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+struct uts_ctx {
+	uint64_t seed;
+	unsigned threads;
+	heist_pool *pool;
+};
+
+struct uts_node {
+	uint64_t seed;
+	int depth;
+	struct uts_result r;
+};
+
+static void
+uts(struct uts_node *node)
+{
+	uint64_t h = uts_work(node->seed);
+	int n = uts_children(h, node->depth);
+	node->r.nodes = 1;
+	node->r.sum = h;
+	if (n == 0)
+		return;
+	struct uts_node kid[n];
+	for (int i = 0; i < n; i++) {
+		kid[i].seed = uts_child_seed(node->seed, i);
+		kid[i].depth = node->depth + 1;
+		uts(&kid[i]);
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		node->r.nodes += kid[i].r.nodes;
+		node->r.sum += kid[i].r.sum;
+	}
+}
+
+static int
+uts_task(void *p)
+{
+	struct uts_node *node = p;
+	uint64_t h = uts_work(node->seed);
+	int n = uts_children(h, node->depth);
+	node->r.nodes = 1;
+	node->r.sum = h;
+	if (n == 0)
+		return 0;
+	struct uts_node kid[n];
+	heist_task t[n];
+	for (int i = 0; i < n; i++) {
+		kid[i].seed = uts_child_seed(node->seed, i);
+		kid[i].depth = node->depth + 1;
+		heist_spawn(&t[i], uts_task, &kid[i]);
+	}
+	for (int i = n - 1; i >= 0; i--) {	/* sync in reverse order of spawn */
+		heist_sync(&t[i]);
+		node->r.nodes += kid[i].r.nodes;
+		node->r.sum += kid[i].r.sum;
+	}
+	return 0;
+}
+
+static void
+check(const struct uts_ctx *c, const char *impl, struct uts_result got)
+{
+	struct uts_result want = uts_expected(c->seed);
+	bench_check("W3 uts nodes", impl, c->threads, (long long)got.nodes,
+		    (long long)want.nodes);
+	if (got.sum != want.sum)
+		bench_fail("WRONG ANSWER: W3 uts sum, %s with %u threads: got 0x%016" PRIx64
+			   ", expected 0x%016" PRIx64, impl, c->threads, got.sum, want.sum);
+}
+
+static uint64_t
+run_serial(void *ctx, int rep)
+{
+	struct uts_ctx *c = ctx;
+	struct uts_node root = { .seed = c->seed, .depth = 0 };
+	(void)rep;
+	uint64_t t0 = bench_now_ns();
+	uts(&root);
+	uint64_t ns = bench_now_ns() - t0;
+	check(c, "serial", root.r);
+	return ns;
+}
+
+static uint64_t
+run_heist(void *ctx, int rep)
+{
+	struct uts_ctx *c = ctx;
+	struct uts_node root = { .seed = c->seed, .depth = 0 };
+	(void)rep;
+	uint64_t t0 = bench_now_ns();
+	int err = heist_run(c->pool, uts_task, &root);
+	uint64_t ns = bench_now_ns() - t0;
+	if (err)
+		bench_fail("W3 uts: heist_run returned %d", err);
+	check(c, "heist", root.r);
+	return ns;
+}
+
+#ifdef HEIST_BENCH_OMP
+static uint64_t
+run_omp(void *ctx, int rep)
+{
+	struct uts_ctx *c = ctx;
+	(void)rep;
+	uint64_t t0 = bench_now_ns();
+	struct uts_result r = peer_omp_uts(c->threads, c->seed);
+	uint64_t ns = bench_now_ns() - t0;
+	check(c, "omp", r);
+	return ns;
+}
+#endif
+
+#ifdef HEIST_BENCH_TBB
+static uint64_t
+run_tbb(void *ctx, int rep)
+{
+	struct uts_ctx *c = ctx;
+	(void)rep;
+	uint64_t t0 = bench_now_ns();
+	struct uts_result r = peer_tbb_uts(c->seed);
+	uint64_t ns = bench_now_ns() - t0;
+	check(c, "tbb", r);
+	return ns;
+}
+#endif
+
+void
+w3_uts(const struct bench_opts *o)
+{
+	if (!bench_selected(o, "W3", "W3"))
+		return;
+	uint64_t seed = o->quick ? 3 : 2;
+	unsigned N = o->threads;
+	char size[24];
+	snprintf(size, sizeof size, "seed=%" PRIu64, seed);
+	bench_progress("W3 uts %s:", size);
+
+	struct uts_ctx serial = { seed, 1, NULL }, h1 = { seed, 1, NULL }, hn = { seed, N, NULL };
+	struct uts_ctx peer = { seed, N, NULL };
+	struct variant v[6];
+	unsigned nv = 0;
+	bench_add(o, v, &nv, "serial", 1, run_serial, &serial);
+	if (bench_impl_enabled(o, "heist")) {
+		h1.pool = bench_heist_pool(1);
+		bench_add(o, v, &nv, "heist", 1, run_heist, &h1);
+		if (N != 1) {
+			hn.pool = bench_heist_pool(N);
+			bench_add(o, v, &nv, "heist", N, run_heist, &hn);
+		}
+	}
+#ifdef HEIST_BENCH_OMP
+	bench_add(o, v, &nv, "omp", N, run_omp, &peer);
+#endif
+#ifdef HEIST_BENCH_TBB
+	bench_add(o, v, &nv, "tbb", N, run_tbb, &peer);
+#endif
+	(void)peer;
+	bench_measure(o, v, nv);
+	bench_rows_from("W3", size, v, nv);
+
+	struct uts_result want = uts_expected(seed);
+	for (unsigned i = 0; i < nv; i++) {
+		double per = (double)v[i].median_ns / (double)want.nodes;
+		row_metric(bench_row_for("W3", size, v[i].impl, v[i].threads), "ns_per_node", per,
+			   "%.1f ns/node", per);
+	}
+	row_note(bench_row_for("W3", size, "serial", 1), "%" PRIu64 " nodes", want.nodes);
+	heist_pool_destroy(h1.pool);
+	heist_pool_destroy(hn.pool);
+}
