@@ -13,6 +13,11 @@
 #include "profile.h"
 #include "worker.h"
 
+enum {
+	SPIN_PAUSES = 128,	/* an outside waiter's spin, about 3 us */
+	QUEUED_PAUSES = 32,	/* of which, while no worker has taken the task */
+};
+
 /* The job this thread is running, for heist_cancelled. */
 static __thread struct heist_future *current_job __attribute__((tls_model("initial-exec")));
 
@@ -143,11 +148,18 @@ heist__job_run(struct heist_future *j, struct worker *w)
 bool
 heist__job_block(struct heist_future *j, uint64_t deadline_ns)
 {
-	for (int i = 0; i < 2048; i++) {
-		if (heist__job_done(j))
+	/* Spin a few microseconds (a result from a hot worker arrives in well under
+	 * one), then sleep: spinning longer can keep a worker that the kernel woke on
+	 * this CPU from running the very task we wait for. */
+	for (int i = 0; i < SPIN_PAUSES; i++) {
+		uint32_t s = atomic_load_explicit(&j->state, memory_order_acquire);
+		if ((s & FUT_MASK) >= FUT_DONE)
 			return true;
+		if ((s & FUT_MASK) == FUT_QUEUED && i >= QUEUED_PAUSES)
+			break;	/* no worker has it yet: it may need this CPU */
 		cpu_relax();
 	}
+
 	for (;;) {
 		uint32_t s = atomic_load_explicit(&j->state, memory_order_acquire);
 		if ((s & FUT_MASK) >= FUT_DONE)

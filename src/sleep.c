@@ -47,27 +47,39 @@ heist__sleep_fini(struct sleep *s)
 	free(s->sleepers);
 }
 
-void
-heist__sleep_start_search(struct sleep *s)
+bool
+heist__sleep_try_start_search(struct sleep *s)
 {
-	/* relaxed: a searcher only suppresses wakes; the searcher then looks at every
-	 * queue itself, and before it sleeps the seq_cst steps of sleep.h run. */
-	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_relaxed);
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+	for (;;) {
+		unsigned searchers = (unsigned)(st >> 32), sleepers = (unsigned)st;
+		unsigned busy = s->n - searchers - sleepers - 1;	/* not us */
+		unsigned limit = busy / 2 > 1 ? busy / 2 : 1;
+		if (searchers >= limit)
+			return false;
+		/* relaxed: a searcher only suppresses wakes; it then looks at every
+		 * queue itself, and before it sleeps the seq_cst steps of sleep.h run. */
+		if (atomic_compare_exchange_weak_explicit(&s->state, &st, st + ONE_SEARCHER,
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			return true;
+	}
 }
 
-void
+bool
 heist__sleep_stop_search(struct sleep *s)
 {
 	/* seq_cst: if we were the last searcher, the work we found may have company,
-	 * and a notifier that saw us searching did not wake anyone; so we wake the
-	 * next one ourselves (Go's "wakep" on leaving the spinning state). */
+	 * and a notifier that saw us searching did not wake anyone; so the caller
+	 * looks for more and wakes the next one itself (Go's "wakep"). The caller's
+	 * look comes after this RMW, so work published by a notifier that saw us
+	 * searching is visible to it. */
 	uint64_t old = atomic_fetch_sub_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
-	if ((old >> 32) == 1 && (uint32_t)old != 0)
-		heist__sleep_notify_slow(s);
+	return (old >> 32) == 1 && (uint32_t)old != 0;
 }
 
 void
-heist__sleep_prepare(struct sleep *s, unsigned i)
+heist__sleep_prepare(struct sleep *s, unsigned i, bool searching)
 {
 	pthread_mutex_lock(&s->lock);
 	for (unsigned k = 0; k < s->nidle; k++) assert(s->idle[k] != i);
@@ -77,7 +89,8 @@ heist__sleep_prepare(struct sleep *s, unsigned i)
 	s->idle[s->nidle++] = i;
 	/* seq_cst: step (1) of sleep.h; the fence is step (2)'s, before the caller's
 	 * last look at the queues. */
-	atomic_fetch_add_explicit(&s->state, ONE_SLEEPER - ONE_SEARCHER, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&s->state, searching ? ONE_SLEEPER - ONE_SEARCHER : ONE_SLEEPER,
+				  memory_order_seq_cst);
 	pthread_mutex_unlock(&s->lock);
 	atomic_thread_fence(memory_order_seq_cst);
 }

@@ -47,7 +47,7 @@ rng_next(struct worker *w)
 static void
 backoff(unsigned round)
 {
-	unsigned n = round < 5 ? 1u << round : 32;
+	unsigned n = round < 3 ? 1u << round : 8;
 	for (unsigned i = 0; i < n; i++)
 		cpu_relax();
 }
@@ -208,6 +208,28 @@ find_work(struct worker *w)
 	return t;
 }
 
+/* Anything public anywhere, without asking owners to publish. */
+static bool
+more_visible(struct heist_pool *pool)
+{
+	/* seq_cst fence: orders our looks after the state RMW of stop_search, against
+	 * a notifier's seq_cst publish that saw us searching (sleep.h). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (heist__injector_depth(&pool->injector))
+		return true;
+	for (unsigned i = 0; i < pool->n; i++)
+		if (heist__deque_has_public(&pool->workers[i].dq))
+			return true;
+	return false;
+}
+
+static void
+stop_searching(struct heist_pool *pool)
+{
+	if (heist__sleep_stop_search(&pool->sleep) && more_visible(pool))
+		heist__sleep_notify_slow(&pool->sleep);
+}
+
 /* The last look before sleeping (step (2) of sleep.h): anything public anywhere?
  * Also asks every owner to publish its private tasks, which it does at its next push
  * or pop, waking a sleeper then. */
@@ -248,30 +270,31 @@ next_task(struct worker *w)
 	if (t)
 		return t;
 	flush_done(w);
-	heist__sleep_start_search(&pool->sleep);
+	bool searching = heist__sleep_try_start_search(&pool->sleep);
 	for (;;) {
-		for (unsigned round = 0; round < pool->spin; round++) {
+		for (unsigned round = 0; searching && round < pool->spin; round++) {
 			t = take_injector(w);
 			if (!t)
 				t = steal_round(w);
 			if (t) {
-				heist__sleep_stop_search(&pool->sleep);
+				stop_searching(pool);
 				return t;
 			}
 			/* relaxed: stop is set only once everything has run; a late
 			 * look costs a round, and the sleep path looks with seq_cst. */
 			if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) {
-				heist__sleep_stop_search(&pool->sleep);
+				stop_searching(pool);
 				return NULL;
 			}
 			urcu_qsbr_quiescent_state();
 			backoff_long(round, pool->spin / 2);
 		}
-		heist__sleep_prepare(&pool->sleep, w->index);
+		heist__sleep_prepare(&pool->sleep, w->index, searching);
+		searching = true;	/* cancelled or woken, we search */
 		if (work_visible(pool)) {
 			heist__sleep_cancel(&pool->sleep, w->index);
 			if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) {
-				heist__sleep_stop_search(&pool->sleep);
+				stop_searching(pool);
 				return NULL;
 			}
 			continue;
