@@ -2,8 +2,10 @@
  * free list; any other thread frees by pushing onto the owner's remote stack (a
  * Treiber stack that the owner empties with one exchange, so there is no ABA). When
  * the owner exits, the stack is sealed with ORPHANED: records that come back later
- * are freed, and the last one frees the cache. Unbounded by design: a cache keeps as
- * many records as its thread ever had in flight, and gives them back at thread exit. */
+ * only count down, and the last one frees the cache. Records are carved from slabs of
+ * SLAB_RECORDS, so even a thread whose tasks in flight reach a new high calls malloc
+ * once per SLAB_RECORDS of them. Unbounded by design: a cache keeps as many records
+ * as its thread ever had in flight, and gives them back at thread exit. */
 #include "record.h"
 
 #include <pthread.h>
@@ -11,6 +13,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+enum { SLAB_RECORDS = 256 };
 
 struct cache;
 
@@ -20,11 +24,17 @@ struct record {
 	_Alignas(16) unsigned char body[RECORD_BYTES];
 };
 
+struct slab {
+	struct slab *next;
+	struct record rec[SLAB_RECORDS];
+};
+
 #define ORPHANED ((struct record *)1)
 
 struct cache {
 	struct record *local;			/* owner only */
-	long allocated, freed;			/* owner only: malloc and free calls */
+	struct slab *slabs;			/* owner only until orphaned */
+	long total;				/* records carved from the slabs */
 	/* Other threads push freed records here; the owner takes them all. */
 	struct record *_Atomic remote;
 	/* After ORPHANED: records still out; whoever brings it to 0 frees the cache. */
@@ -35,15 +45,13 @@ static __thread struct cache *my_cache __attribute__((tls_model("initial-exec"))
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
-static void
-free_list(struct cache *c, struct record *r)
+static long
+list_length(struct record *r)
 {
-	while (r) {
-		struct record *next = r->next;
-		free(r);
-		c->freed++;
-		r = next;
-	}
+	long n = 0;
+	for (; r; r = r->next)
+		n++;
+	return n;
 }
 
 static void
@@ -52,8 +60,14 @@ cache_release(struct cache *c, long n)
 	/* acq_rel: the thread that brings the count to zero frees the cache, after
 	 * every other thread's last use of it. Counts may dip below zero when records
 	 * come home before the owner adds its total; only the last change reaches 0. */
-	if (atomic_fetch_add_explicit(&c->outstanding, n, memory_order_acq_rel) + n == 0)
-		free(c);
+	if (atomic_fetch_add_explicit(&c->outstanding, n, memory_order_acq_rel) + n != 0)
+		return;
+	while (c->slabs) {
+		struct slab *next = c->slabs->next;
+		free(c->slabs);
+		c->slabs = next;
+	}
+	free(c);
 }
 
 static void
@@ -64,10 +78,9 @@ cache_exit(void *p)
 	/* acquire: pairs with the release CAS of remote frees, so their records'
 	 * contents are ours to free. */
 	struct record *r = atomic_exchange_explicit(&c->remote, ORPHANED, memory_order_acquire);
-	free_list(c, r);
-	free_list(c, c->local);
+	long home = list_length(r) + list_length(c->local);
 	c->local = NULL;
-	cache_release(c, c->allocated - c->freed);
+	cache_release(c, c->total - home);	/* the records still out */
 }
 
 static void
@@ -107,15 +120,20 @@ heist__record_alloc(void)
 		/* acquire: pairs with the release CAS in heist__record_free. */
 		r = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
 	}
-	if (r) {
-		c->local = r->next;
-		return r->body;
+	if (!r) {
+		struct slab *slab = malloc(sizeof(*slab));
+		if (!slab)
+			return NULL;
+		slab->next = c->slabs;
+		c->slabs = slab;
+		c->total += SLAB_RECORDS;
+		for (int i = SLAB_RECORDS; i-- > 0;) {
+			slab->rec[i].home = c;
+			slab->rec[i].next = r;
+			r = &slab->rec[i];
+		}
 	}
-	r = malloc(sizeof(*r));
-	if (!r)
-		return NULL;
-	c->allocated++;
-	r->home = c;
+	c->local = r->next;
 	return r->body;
 }
 
@@ -134,8 +152,7 @@ heist__record_free(void *p)
 	struct record *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
 	for (;;) {
 		if (head == ORPHANED) {
-			free(r);
-			cache_release(c, -1);
+			cache_release(c, -1);	/* its slab goes with the cache */
 			return;
 		}
 		r->next = head;

@@ -47,23 +47,12 @@ heist__sleep_fini(struct sleep *s)
 	free(s->sleepers);
 }
 
-bool
-heist__sleep_try_start_search(struct sleep *s)
+void
+heist__sleep_start_search(struct sleep *s)
 {
-	uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
-	for (;;) {
-		unsigned searchers = (unsigned)(st >> 32), sleepers = (unsigned)st;
-		unsigned busy = s->n - searchers - sleepers - 1;	/* not us */
-		unsigned limit = busy / 2 > 1 ? busy / 2 : 1;
-		if (searchers >= limit)
-			return false;
-		/* relaxed: a searcher only suppresses wakes; it then looks at every
-		 * queue itself, and before it sleeps the seq_cst steps of sleep.h run. */
-		if (atomic_compare_exchange_weak_explicit(&s->state, &st, st + ONE_SEARCHER,
-							  memory_order_relaxed,
-							  memory_order_relaxed))
-			return true;
-	}
+	/* relaxed: a searcher only suppresses wakes; it then looks at every queue
+	 * itself, and before it sleeps the seq_cst steps of sleep.h run. */
+	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_relaxed);
 }
 
 bool
@@ -79,18 +68,17 @@ heist__sleep_stop_search(struct sleep *s)
 }
 
 void
-heist__sleep_prepare(struct sleep *s, unsigned i, bool searching)
+heist__sleep_prepare(struct sleep *s, unsigned i)
 {
 	pthread_mutex_lock(&s->lock);
-	for (unsigned k = 0; k < s->nidle; k++) assert(s->idle[k] != i);
-	assert(atomic_load(&s->sleepers[i].word) == AWAKE);
-	assert((atomic_load(&s->state) >> 32) > 0);
+	/* A worker sleeps once at a time, and only after searching. */
+	assert(atomic_load_explicit(&s->sleepers[i].word, memory_order_relaxed) == AWAKE);
+	assert((atomic_load_explicit(&s->state, memory_order_relaxed) >> 32) > 0);
 	atomic_store_explicit(&s->sleepers[i].word, SLEEPING, memory_order_relaxed);
 	s->idle[s->nidle++] = i;
 	/* seq_cst: step (1) of sleep.h; the fence is step (2)'s, before the caller's
 	 * last look at the queues. */
-	atomic_fetch_add_explicit(&s->state, searching ? ONE_SLEEPER - ONE_SEARCHER : ONE_SLEEPER,
-				  memory_order_seq_cst);
+	atomic_fetch_add_explicit(&s->state, ONE_SLEEPER - ONE_SEARCHER, memory_order_seq_cst);
 	pthread_mutex_unlock(&s->lock);
 	atomic_thread_fence(memory_order_seq_cst);
 }

@@ -270,9 +270,9 @@ next_task(struct worker *w)
 	if (t)
 		return t;
 	flush_done(w);
-	bool searching = heist__sleep_try_start_search(&pool->sleep);
+	heist__sleep_start_search(&pool->sleep);
 	for (;;) {
-		for (unsigned round = 0; searching && round < pool->spin; round++) {
+		for (unsigned round = 0; round < pool->spin; round++) {
 			t = take_injector(w);
 			if (!t)
 				t = steal_round(w);
@@ -289,8 +289,7 @@ next_task(struct worker *w)
 			urcu_qsbr_quiescent_state();
 			backoff_long(round, pool->spin / 2);
 		}
-		heist__sleep_prepare(&pool->sleep, w->index, searching);
-		searching = true;	/* cancelled or woken, we search */
+		heist__sleep_prepare(&pool->sleep, w->index);
 		if (work_visible(pool)) {
 			heist__sleep_cancel(&pool->sleep, w->index);
 			if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) {
