@@ -35,7 +35,8 @@ heist__deque_init(struct deque *dq, size_t capacity)
 	atomic_init(&dq->bottom, 0);
 	atomic_init(&dq->public_bottom, 0);
 	atomic_init(&dq->top, 0);
-	atomic_init(&dq->split_request, false);
+	atomic_init(&dq->flags, 0);
+	dq->owner_flags = 0;
 	atomic_init(&dq->shared_array, a);
 	dq->array = a;
 	dq->public_cache = 0;
@@ -87,8 +88,9 @@ heist__deque_publish(struct deque *dq, int64_t keep)
 	if (b < dq->public_cache)
 		b = dq->public_cache;
 	/* relaxed: a thief that raises the flag again after this simply waits for
-	 * our next publish; the flag carries no data. */
-	atomic_store_explicit(&dq->split_request, false, memory_order_relaxed);
+	 * our next publish; the flag carries no data. A request raised between our
+	 * load and this store is lost the same way: the thief asks again. */
+	atomic_store_explicit(&dq->flags, dq->owner_flags, memory_order_relaxed);
 	/* seq_cst, so release: the slots stored before it are visible to a thief whose
 	 * acquire load of public_bottom (heist__deque_steal) sees this value. seq_cst
 	 * because the sleep protocol needs it: a worker about to sleep makes a seq_cst
@@ -149,11 +151,7 @@ heist__deque_steal(struct deque *dq, struct task **out)
 	 * the slots below this bottom hold the tasks the owner stored. */
 	int64_t b = atomic_load_explicit(&dq->public_bottom, memory_order_acquire);
 	if (t >= b) {
-		/* Ask the owner to publish. Load first so that many idle thieves do
-		 * not keep pulling the line away from the owner; relaxed, the flag
-		 * carries no data (see heist__deque_publish). */
-		if (!atomic_load_explicit(&dq->split_request, memory_order_relaxed))
-			atomic_store_explicit(&dq->split_request, true, memory_order_relaxed);
+		heist__deque_request(dq);	/* ask the owner to publish */
 		return STEAL_EMPTY;
 	}
 	/* acquire (the paper's consume): pairs with the release store in

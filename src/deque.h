@@ -36,6 +36,7 @@ struct deque {
 	int64_t top_cache;		/* a top we saw; never above the real top */
 	struct deque_array *array;	/* == shared_array */
 	uint64_t grows;
+	uint8_t owner_flags;		/* DQ_PROFILE or 0: what publish leaves in flags */
 
 	/* Written by the owner when it publishes or grows, read by thieves. */
 	CACHE_ALIGNED _Atomic int64_t public_bottom;
@@ -44,9 +45,13 @@ struct deque {
 	/* Written by thieves (CAS) and by the owner when it takes the last public slot. */
 	CACHE_ALIGNED _Atomic int64_t top;
 
-	/* Written by hungry thieves, read by the owner at each push and pop. */
-	CACHE_ALIGNED _Atomic bool split_request;
+	/* DQ_REQUEST, set by hungry thieves; DQ_PROFILE, set by the owner's pool when
+	 * it profiles. One byte, so that the owner's fast paths test both with one
+	 * load: any bit set sends push and pop to their slow paths. */
+	CACHE_ALIGNED _Atomic uint8_t flags;
 };
+
+enum { DQ_REQUEST = 1, DQ_PROFILE = 2 };
 
 enum steal_result { STEAL_OK, STEAL_EMPTY, STEAL_ABORT };
 
@@ -101,12 +106,36 @@ heist__deque_push(struct deque *dq, struct task *t)
 	return 0;
 }
 
-/* Owner only: a thief asked for work. relaxed: a late answer only delays a steal,
- * and publish orders what it hands over. */
+/* Owner only: DQ_REQUEST | DQ_PROFILE bits. relaxed: a late answer to a request only
+ * delays a steal, and publish orders what it hands over. */
+static inline uint8_t
+heist__deque_flags(struct deque *dq)
+{
+	return atomic_load_explicit(&dq->flags, memory_order_relaxed);
+}
+
+/* Owner only: a thief asked for work. */
 static inline bool
 heist__deque_split_requested(struct deque *dq)
 {
-	return atomic_load_explicit(&dq->split_request, memory_order_relaxed);
+	return heist__deque_flags(dq) & DQ_REQUEST;
+}
+
+/* Any thread: ask the owner to publish. Load first, so that many idle thieves do not
+ * keep pulling the line from the owner; relaxed: the bit carries no data. */
+static inline void
+heist__deque_request(struct deque *dq)
+{
+	if (!(atomic_load_explicit(&dq->flags, memory_order_relaxed) & DQ_REQUEST))
+		atomic_fetch_or_explicit(&dq->flags, DQ_REQUEST, memory_order_relaxed);
+}
+
+/* Before the owner starts: its pool profiles. */
+static inline void
+heist__deque_set_profile(struct deque *dq)
+{
+	dq->owner_flags = DQ_PROFILE;
+	atomic_store_explicit(&dq->flags, DQ_PROFILE, memory_order_relaxed);
 }
 
 /* Owner only. The bottom task, if it is private, else NULL (without taking it). */

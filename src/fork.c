@@ -18,6 +18,38 @@ run_at_once(struct task *t)
 	atomic_store_explicit(&t->state, TASK_DONE, memory_order_release);
 }
 
+/* After a push, with a flag up: stamp the task for the profiler (it is still private:
+ * nobody reads it before the publish below), and answer a thief's request. */
+static noinline void
+spawn_flagged(struct worker *w, struct task *t)
+{
+	if (HEIST_PROFILER && w->profile)
+		t->created_tsc = heist__tsc();
+	if (heist__deque_split_requested(&w->dq))
+		heist__worker_publish(w, 0);
+}
+
+/* heist_spawn with a full array: grow it; without memory, run the child now (a legal
+ * schedule of strict fork-join: sync then finds it done). */
+static noinline void
+spawn_full(struct worker *w, struct task *t)
+{
+	if (heist__deque_push(&w->dq, t) != 0) {
+		counter_add(&w->stats.executed, 1);
+		run_at_once(t);
+		return;
+	}
+	spawn_flagged(w, t);
+}
+
+static noinline void
+spawn_outside(struct task *t)
+{
+	run_at_once(t);
+}
+
+/* The fast path makes no call but tail calls, so it saves no registers, and it tests
+ * one flag byte for both a thief's request and the profiler. */
 HEIST_EXPORT void
 heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 {
@@ -30,22 +62,22 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 	atomic_store_explicit(&t->state, TASK_PENDING, memory_order_relaxed);
 	atomic_store_explicit(&t->thief, NULL, memory_order_relaxed);
 	if (unlikely(!w)) {
-		run_at_once(t);
+		spawn_outside(t);
 		return;
 	}
-	if (unlikely(heist__deque_push(&w->dq, t) != 0)) {
-		/* No memory to grow the deque: run the child now (a legal schedule of
-		 * strict fork-join) and let sync find it done. */
-		counter_add(&w->stats.spawned, 1);
-		counter_add(&w->stats.executed, 1);
-		run_at_once(t);
-		return;
-	}
-	if (HEIST_PROFILER && unlikely(w->profile))
-		t->created_tsc = heist__tsc();
+	struct deque *dq = &w->dq;
 	counter_add(&w->stats.spawned, 1);
-	if (unlikely(heist__deque_split_requested(&w->dq)))
-		heist__worker_publish(w, 0);
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	struct deque_array *a = dq->array;
+	if (unlikely(b - dq->top_cache > a->mask)) {
+		spawn_full(w, t);
+		return;
+	}
+	/* relaxed: the slot is private until a publish (deque.h). */
+	atomic_store_explicit(&a->slot[b & a->mask], t, memory_order_relaxed);
+	atomic_store_explicit(&dq->bottom, b + 1, memory_order_relaxed);
+	if (unlikely(heist__deque_flags(dq)))
+		spawn_flagged(w, t);
 }
 
 HEIST_EXPORT int
@@ -55,12 +87,11 @@ heist_sync(heist_task *ht)
 	struct worker *w = heist__self;
 	if (unlikely(!w))
 		return t->result;	/* spawn ran it already */
+	/* One flag test: with a request or the profiler on, take the slow path. */
 	if (likely(heist__deque_peek_private(&w->dq) == t) &&
-	    likely(!heist__deque_split_requested(&w->dq))) {
+	    likely(!heist__deque_flags(&w->dq))) {
 		heist__deque_drop_private(&w->dq);
 		counter_add(&w->stats.executed, 1);
-		if (HEIST_PROFILER && unlikely(w->profile))
-			return heist__worker_run_profiled(w, t);
 		return t->fn(t->arg);
 	}
 	return heist__worker_sync_slow(w, t);

@@ -158,6 +158,8 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 			return ENOMEM;
 		}
 		w->profile = pool->profile;
+		if (pool->profile)
+			heist__deque_set_profile(&w->dq);
 		w->victims = heist__topology_victims(topo, i);
 	}
 	err = start_workers(pool);

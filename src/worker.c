@@ -242,8 +242,8 @@ work_visible(struct heist_pool *pool)
 		struct deque *dq = &pool->workers[i].dq;
 		if (heist__deque_has_public(dq))
 			found = true;
-		else if (!atomic_load_explicit(&dq->split_request, memory_order_relaxed))
-			atomic_store_explicit(&dq->split_request, true, memory_order_relaxed);
+		else
+			heist__deque_request(dq);
 	}
 	return found;
 }
