@@ -16,7 +16,7 @@
 #include "profile.h"
 
 enum {
-	DEFAULT_SPIN = 256,
+	DEFAULT_SPIN = 1024,	/* about 0.3 ms of looking before sleeping */
 	DEQUE_CAPACITY = 1024,
 };
 #define DEFAULT_STACK_SIZE ((size_t)64 << 20)
