@@ -45,10 +45,14 @@ bench_fail(const char *fmt, ...)
 	exit(1);
 }
 
+bool bench_quiet;
+
 void
 bench_progress(const char *fmt, ...)
 {
 	va_list ap;
+	if (bench_quiet)
+		return;
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -76,26 +80,66 @@ list_has(const char *list, const char *word)
 bool
 bench_selected(const struct bench_opts *o, const char *group, const char *name)
 {
-	return !o->only || list_has(o->only, group) || list_has(o->only, name);
+	return !o->only || (!o->exact && list_has(o->only, group)) || list_has(o->only, name);
 }
 
 bool
 bench_impl_enabled(const struct bench_opts *o, const char *impl)
 {
-	return !o->impls || list_has(o->impls, impl);
+	if (!o->impls || list_has(o->impls, impl))
+		return true;
+	const char *dash = strchr(impl, '-');
+	if (o->exact || !dash)
+		return false;
+	char base[32];
+	snprintf(base, sizeof base, "%.*s", (int)(dash - impl), impl);
+	return list_has(o->impls, base);
 }
 
 heist_pool *
 bench_heist_pool(unsigned threads)
 {
-	struct heist_config cfg = { .threads = threads, .name = "bench" };
+	return bench_heist_pool_with(threads, HEIST_PIN_NONE, false);
+}
+
+heist_pool *
+bench_heist_pool_with(unsigned threads, enum heist_pin pin, bool profile)
+{
+	struct heist_config cfg = {
+		.threads = threads, .pin = pin, .profile = profile, .name = "bench",
+	};
 	heist_pool *pool = NULL;
 	int err = heist_pool_create(&pool, &cfg);
 	if (err)
-		bench_fail("heist_pool_create(%u threads): %s", threads, strerror(err));
+		bench_fail("heist_pool_create(%u threads, pin %d, profile %d): %s", threads,
+			   (int)pin, (int)profile, strerror(err));
 	if (heist_pool_size(pool) != threads)
 		bench_fail("heist_pool_size() = %u, asked for %u", heist_pool_size(pool), threads);
 	return pool;
+}
+
+void
+bench_pin_note(struct row *r, const heist_pool *pool)
+{
+	if (!r || !pool)
+		return;
+	char where[96] = "";
+	size_t used = 0;
+	unsigned n = heist_pool_size(pool);
+	for (unsigned i = 0; i < n && used + 1 < sizeof where; i++) {
+		struct heist_placement p;
+		if (heist_pool_placement(pool, i, &p, NULL, NULL, 0) != 0)
+			continue;
+		int k = snprintf(where + used, sizeof where - used, "%sw%u:%s", i ? " " : "", i,
+				 p.bound == 1 ? p.cpus : p.bound == 0 ? "unpinned" : "FAILED");
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+	struct heist_stats st;
+	if (heist_pool_stats(pool, &st) == 0 && st.bind_failures)
+		row_note(r, "%u binding failures", st.bind_failures);
+	row_note(r, "pin=core %s; expect little difference on %u cores", where, n);
 }
 
 /* ---- statistics ------------------------------------------------------------------ */
@@ -135,6 +179,9 @@ bench_percentile(const uint64_t *sorted, size_t n, double p)
 	return sorted[rank - 1];
 }
 
+/* --rss child: the peak RSS over the last bench_measure, for the rows added after it. */
+static long measure_peak_kib = -1;
+
 /* ---- the measuring loop ---------------------------------------------------------- */
 
 /* After a run, let the implementation's idle threads stop spinning before the next
@@ -154,6 +201,7 @@ settle(const struct bench_opts *o, const struct variant *v)
 void
 bench_measure(const struct bench_opts *o, struct variant *v, unsigned n)
 {
+	bool peak = o->rss_child && bench_rss_reset_peak();
 	for (unsigned i = 0; i < n; i++) {
 		bench_progress(" %s/%u%s", v[i].impl, v[i].threads, i + 1 < n ? "" : " |");
 		v[i].run(v[i].ctx, -1);
@@ -171,6 +219,8 @@ bench_measure(const struct bench_opts *o, struct variant *v, unsigned n)
 		memcpy(tmp, v[i].ns, o->reps * sizeof tmp[0]);
 		v[i].median_ns = bench_median(tmp, o->reps);
 	}
+	if (peak)
+		measure_peak_kib = bench_rss_peak_kib();
 	bench_progress("\n");
 }
 
@@ -220,9 +270,10 @@ struct row {
 	char impl[16];
 	unsigned threads;
 	double time_ns;
+	long rss_kib;		/* --rss child: peak RSS of the measure that made it, or -1 */
 	struct metric m[ROW_MAX_METRICS];
 	unsigned nm;
-	char note[160];
+	char note[200];
 };
 
 static struct row rows[BENCH_MAX_ROWS];
@@ -241,6 +292,7 @@ bench_row(const char *workload, const char *size, const char *impl, unsigned thr
 	snprintf(r->impl, sizeof r->impl, "%s", impl);
 	r->threads = threads;
 	r->time_ns = time_ns;
+	r->rss_kib = measure_peak_kib;
 	return r;
 }
 
@@ -281,6 +333,57 @@ bench_rows_from(const char *workload, const char *size, struct variant *v, unsig
 {
 	for (unsigned i = 0; i < n; i++)
 		bench_row(workload, size, v[i].impl, v[i].threads, (double)v[i].median_ns);
+}
+
+unsigned
+bench_row_count(void)
+{
+	return nrows;
+}
+
+struct row *
+bench_row_at(unsigned i)
+{
+	return i < nrows ? &rows[i] : NULL;
+}
+
+const char *
+row_workload(const struct row *r)
+{
+	return r->workload;
+}
+
+const char *
+row_size(const struct row *r)
+{
+	return r->size;
+}
+
+const char *
+row_impl(const struct row *r)
+{
+	return r->impl;
+}
+
+unsigned
+row_threads(const struct row *r)
+{
+	return r->threads;
+}
+
+long
+row_rss_kib(const struct row *r)
+{
+	return r->rss_kib;
+}
+
+double
+bench_row_metric(const struct row *r, const char *key)
+{
+	for (unsigned k = 0; k < r->nm; k++)
+		if (strcmp(r->m[k].key, key) == 0)
+			return r->m[k].value;
+	return -1;
 }
 
 struct row *
@@ -401,7 +504,7 @@ bench_print(const struct bench_opts *o)
 		return;
 	}
 
-	printf("%-8s %-10s %-9s %3s %10s %8s %8s  %s\n", "workload", "size", "impl", "thr",
+	printf("%-8s %-10s %-13s %3s %10s %8s %8s  %s\n", "workload", "size", "impl", "thr",
 	       "median", "t/serial", "t/heist", "figures");
 	const char *prev = "";
 	for (unsigned i = 0; i < nrows; i++) {
@@ -414,7 +517,7 @@ bench_print(const struct bench_opts *o)
 		format_time(t, sizeof t, r->time_ns);
 		format_ratio(rs, sizeof rs, ns / ref_time(r, "serial", 0));
 		format_ratio(rh, sizeof rh, ns / ref_time(r, "heist", o->threads));
-		printf("%-8s %-10s %-9s %3u %10s %8s %8s ", r->workload, r->size, r->impl,
+		printf("%-8s %-10s %-13s %3u %10s %8s %8s ", r->workload, r->size, r->impl,
 		       r->threads, t, rs, rh);
 		for (unsigned k = 0; k < r->nm; k++)
 			printf(" %s", r->m[k].text);

@@ -14,8 +14,8 @@
 
 enum {
 	BENCH_MAX_REPS = 99,	/* timed repetitions per implementation, at most */
-	BENCH_MAX_ROWS = 128,
-	ROW_MAX_METRICS = 6,
+	BENCH_MAX_ROWS = 192,
+	ROW_MAX_METRICS = 8,
 };
 
 struct bench_opts {
@@ -28,6 +28,10 @@ struct bench_opts {
 	bool json;		/* --json: print JSON instead of the table */
 	const char *only;	/* --only: comma list of workloads, or NULL for all */
 	const char *impls;	/* --impl: comma list of implementations, or NULL for all */
+	bool exact;		/* --exact: --only and --impl match names only, not groups
+				   ("W5" is then not "W5-fine", "heist" not "heist-pin") */
+	bool rss;		/* --rss: peak RSS per workload and implementation (rss.c) */
+	bool rss_child;		/* internal: a child of --rss; prints its peak RSS only */
 };
 
 /* CLOCK_MONOTONIC in nanoseconds. */
@@ -42,14 +46,29 @@ void bench_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1,
 /* A progress line on stderr (the table goes to stdout). */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Whether --only selects the workload: name (e.g. "W5-fine") or its group ("W5"). */
+/* Progress lines are dropped (an --rss child): only failures reach stderr. */
+extern bool bench_quiet;
+
+/* Whether --only selects the workload: name (e.g. "W5-fine") or its group ("W5"); with
+ * --exact, the name only. */
 bool bench_selected(const struct bench_opts *o, const char *group, const char *name);
 
-/* Whether --impl lets the implementation run ("serial", "baseline", "heist", ...). */
+/* Whether --impl lets the implementation run ("serial", "baseline", "heist", ...). A
+ * variant named base-suffix ("heist-pin") runs when the list names it or, without
+ * --exact, its base ("heist"). */
 bool bench_impl_enabled(const struct bench_opts *o, const char *impl);
 
 /* A heist pool of the given size, or exit(1) saying why not. */
 heist_pool *bench_heist_pool(unsigned threads);
+
+/* The same with a placement policy and the profiler on or off. */
+heist_pool *bench_heist_pool_with(unsigned threads, enum heist_pin pin, bool profile);
+
+struct row;
+
+/* On a heist-pin row: where the pool's workers are bound (heist_pool_placement), or
+ * that binding failed, and that little difference is expected on a small machine. */
+void bench_pin_note(struct row *r, const heist_pool *pool);
 
 /*
  * One way to run a workload: an implementation at a thread count. run() performs one
@@ -114,6 +133,33 @@ void bench_rows_from(const char *workload, const char *size, struct variant *v, 
 /* The row already added for workload, size, impl and threads, or NULL. */
 struct row *bench_row_for(const char *workload, const char *size, const char *impl,
 			  unsigned threads);
+
+/* The rows added so far, for walking them (rss.c): count, the i-th one, its keys, and
+ * the peak RSS recorded with it (KiB; -1 if none: see bench_rss_peak_kib). */
+unsigned bench_row_count(void);
+struct row *bench_row_at(unsigned i);
+const char *row_workload(const struct row *r);
+const char *row_size(const struct row *r);
+const char *row_impl(const struct row *r);
+unsigned row_threads(const struct row *r);
+long row_rss_kib(const struct row *r);
+/* The value of the row's metric key, or -1 if it has none. */
+double bench_row_metric(const struct row *r, const char *key);
+
+/* --rss (rss.c): for every (workload, impl) pair that has rows, run this program again
+ * as a child with only that pair and one repetition, and add the child's peak RSS per
+ * size to those rows. self is the path to re-execute (/proc/self/exe). */
+void bench_rss(const struct bench_opts *o, const char *self);
+
+/* In an --rss child, bench_measure resets the peak RSS before its warm-up and reads it
+ * after its last run, and the rows added next carry that peak. Reset: true if the
+ * kernel let us (/proc/self/clear_refs). Peak: VmHWM in KiB, or -1. */
+bool bench_rss_reset_peak(void);
+long bench_rss_peak_kib(void);
+
+/* In an --rss child: print every row's peak RSS on stdout, one tab-separated line each
+ * ("rss", workload, size, impl, threads, KiB), for the parent to read. */
+void bench_rss_report(void);
 
 /* Print every row: the table, or JSON with --json. */
 void bench_print(const struct bench_opts *o);

@@ -21,16 +21,23 @@ static const struct {
 	{ "W1", w1_fib },
 	{ "W2", w2_nqueens },
 	{ "W3", w3_uts },
+	{ "W4", w4_for_each },
 	{ "W5, W5-fine", w5_storm },
 	{ "W6, W6-cold", w6_round_trip },
+	{ "W7", w7_matmul },
+	{ "W8", w8_latency },
 	{ "idle", idle_cpu },
 };
 
 /* Every name --only and --impl accept. */
 static const char *const workload_names[] = {
-	"W1", "W2", "W3", "W5", "W5-fine", "W6", "W6-cold", "idle",
+	"W1", "W2", "W3", "W4", "W5", "W5-fine", "W6", "W6-cold", "W7", "W8", "idle",
 };
-static const char *const impl_names[] = { "serial", "baseline", "heist", "omp", "tbb" };
+static const char *const impl_names[] = {
+	"serial", "baseline", "heist", "omp", "tbb",
+	/* variants of heist, also selected by "heist" (unless --exact) */
+	"heist-outside", "heist-nested", "heist-prof", "heist-pin",
+};
 
 /* Exit 2 unless every item of the comma list is one of names[]. */
 static void
@@ -61,7 +68,7 @@ static void
 usage(FILE *f)
 {
 	fputs("usage: heist-bench [--quick] [--threads N] [--reps N] [--only LIST] [--impl LIST]\n"
-	      "                   [--settle MS] [--json]\n"
+	      "                   [--exact] [--settle MS] [--rss] [--json]\n"
 	      "  --quick        small sizes: a smoke run of a few seconds (CI)\n"
 	      "  --threads N    workers of the parallel implementations (default 2)\n"
 	      "  --reps N       timed repetitions per implementation, after one warm-up\n"
@@ -72,13 +79,20 @@ usage(FILE *f)
 			i + 1 < sizeof workloads / sizeof workloads[0] ? "," : "\n");
 	fputs("  --impl LIST    comma list of implementations: serial, baseline, heist",
 	      f);
+	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof, heist-pin)",
+	      f);
 #ifdef HEIST_BENCH_OMP
 	fputs(", omp", f);
 #endif
 #ifdef HEIST_BENCH_TBB
 	fputs(", tbb", f);
 #endif
-	fputs("\n  --settle MS    pause after every run (default 5; at least 20 after OpenMP)\n"
+	fputs("\n  --exact        --only and --impl take names only: W5 is not W5-fine, heist\n"
+	      "                 not heist-pin\n"
+	      "  --settle MS    pause after every run (default 5; at least 20 after OpenMP)\n"
+	      "  --rss          also measure the peak RSS of each implementation per workload,\n"
+	      "                 in a child process each (this program with --only, --impl,\n"
+	      "                 --exact, --reps 1)\n"
 	      "  --json         print the rows as JSON instead of a table\n", f);
 }
 
@@ -104,6 +118,13 @@ main(int argc, char **argv)
 			o.quick = true;
 		} else if (strcmp(a, "--json") == 0) {
 			o.json = true;
+		} else if (strcmp(a, "--exact") == 0) {
+			o.exact = true;
+		} else if (strcmp(a, "--rss") == 0) {
+			o.rss = true;
+		} else if (strcmp(a, "--rss-child") == 0) {	/* internal: see rss.c */
+			o.rss_child = true;
+			bench_quiet = true;
 		} else if (strcmp(a, "--threads") == 0) {
 			o.threads = parse_uint(a, next, 1, HEIST_MAX_THREADS);
 			i++;
@@ -141,7 +162,7 @@ main(int argc, char **argv)
 	if (o.impls && bench_impl_enabled(&o, "tbb"))
 		bench_progress("heist-bench: tbb was not built (oneTBB not found); no tbb rows\n");
 #endif
-	if (o.reps < 5)
+	if (o.reps < 5 && !o.rss_child)
 		bench_progress("heist-bench: %u repetitions: fewer than the 5 WORKLOADS.md asks "
 			       "for\n", o.reps);
 
@@ -170,6 +191,12 @@ main(int argc, char **argv)
 #ifdef HEIST_BENCH_TBB
 	peer_tbb_stop();
 #endif
+	if (o.rss_child) {
+		bench_rss_report();
+		return 0;
+	}
+	if (o.rss)
+		bench_rss(&o, "/proc/self/exe");
 	bench_print(&o);
 	return 0;
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -133,6 +134,72 @@ uts_expected(uint64_t seed)
 		r.sum = 0x35a6761379d0cd44ull;
 	}
 	return r;
+}
+
+/* ---- W4 for_each ----------------------------------------------------------------- */
+
+/* The body for one element: 8 rounds of x = x * 1.0000001 + 1e-9. */
+static inline double
+w4_elem(double x)
+{
+	for (int k = 0; k < 8; k++)
+		x = x * 1.0000001 + 1e-9;
+	return x;
+}
+
+/* The body over a[begin, end): what every implementation runs per sub-range (OpenMP's
+ * `parallel for` calls w4_elem per index). Elements are independent, so the result is
+ * the same whatever the split and whether the compiler vectorises (no FMA contraction:
+ * -ffp-contract=off). */
+static inline void
+w4_range(double *a, size_t begin, size_t end)
+{
+	for (size_t i = begin; i < end; i++)
+		a[i] = w4_elem(a[i]);
+}
+
+/* ---- W7 matmul ------------------------------------------------------------------- */
+
+/* Rows [r0, r1) of C = A x B (n x n, row-major), naive i-k-j: each C row is zeroed,
+ * then C[i][j] += A[i][k] * B[k][j] for k in order, so every element sums the same
+ * products in the same order in every implementation. */
+static inline void
+w7_rows(const double *A, const double *B, double *C, size_t n, size_t r0, size_t r1)
+{
+	for (size_t i = r0; i < r1; i++) {
+		double *c = C + i * n;
+		for (size_t j = 0; j < n; j++)
+			c[j] = 0.0;
+		for (size_t k = 0; k < n; k++) {
+			double a = A[i * n + k];
+			const double *b = B + k * n;
+			for (size_t j = 0; j < n; j++)
+				c[j] += a * b[j];
+		}
+	}
+}
+
+/* ---- W8 latency tree ------------------------------------------------------------- */
+
+enum { W8_ITERS = 500 };
+
+/* A node's result: how many nodes below it (itself included) and the sum of their
+ * work results' bit patterns, mod 2^64 (integer, so the sum is the same in any order). */
+struct w8_result {
+	uint64_t nodes, sum;
+};
+
+/* Node `index` (heap numbering: children 2i+1, 2i+2) does W8_ITERS rounds on a local
+ * double; its bits go into the sum, so the loop cannot be optimised away. */
+static inline uint64_t
+w8_work(uint64_t index)
+{
+	double x = (double)index * 1e-3;
+	for (int k = 0; k < W8_ITERS; k++)
+		x = x * 1.0000001 + 1e-9;
+	uint64_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	return bits;
 }
 
 /* ---- W5 submit storm ------------------------------------------------------------- */

@@ -2,7 +2,8 @@
  * computation runs in `#pragma omp parallel num_threads(threads)` + `single`, the one
  * thread that enters making the first task; children are `omp task` with shared result
  * slots and `taskwait`, the same shape as the heist versions. OpenMP's team includes
- * the calling thread, so `threads` counts it. Built only with OpenMP (HEIST_BENCH_OMP). */
+ * the calling thread, so `threads` counts it. The loops (W4, W7) are `parallel for
+ * schedule(static)` instead. Built only with OpenMP (HEIST_BENCH_OMP). */
 #include "peers.h"
 
 #include <omp.h>
@@ -121,4 +122,57 @@ peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
 #pragma omp task firstprivate(k)
 		out[k] = w5_body(k, iters);
 	}
+}
+
+/* ---- W4 for_each: a `parallel for` per repetition; libgomp keeps the team's threads
+ * between regions, so each region pays the fork and the join, not thread creation ---- */
+
+void
+peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
+{
+	for (unsigned r = 0; r < reps; r++) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+		for (size_t i = 0; i < n; i++)
+			a[i] = w4_elem(a[i]);
+	}
+}
+
+/* ---- W7 matmul: rows of C split statically over the team ---------------------------- */
+
+void
+peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n)
+{
+#pragma omp parallel for schedule(static) num_threads(threads)
+	for (size_t i = 0; i < n; i++)
+		w7_rows(A, B, C, n, i, i + 1);
+}
+
+/* ---- W8 latency tree: both children are tasks ---------------------------------------- */
+
+static void
+tree(uint64_t index, int depth, int max_depth, struct w8_result *r)
+{
+	r->nodes = 1;
+	r->sum = w8_work(index);
+	if (depth == max_depth)
+		return;
+	struct w8_result kid[2];
+	struct w8_result *k0 = &kid[0], *k1 = &kid[1];
+#pragma omp task firstprivate(k0, index, depth, max_depth)
+	tree(2 * index + 1, depth + 1, max_depth, k0);
+#pragma omp task firstprivate(k1, index, depth, max_depth)
+	tree(2 * index + 2, depth + 1, max_depth, k1);
+#pragma omp taskwait
+	r->nodes += kid[0].nodes + kid[1].nodes;
+	r->sum += kid[0].sum + kid[1].sum;
+}
+
+struct w8_result
+peer_omp_tree(unsigned threads, int depth)
+{
+	struct w8_result root = { 0, 0 };
+#pragma omp parallel num_threads(threads) shared(root)
+#pragma omp single
+	tree(0, 0, depth, &root);
+	return root;
 }

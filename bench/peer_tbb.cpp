@@ -3,7 +3,8 @@
  * calling thread enters, so `threads` counts it, as with OpenMP. Worker stacks keep
  * oneTBB's default size: asking for 64 MiB (heist's default) made W3 lose most of its
  * parallelism (109 ms -> 169 ms for seed 3 on two cores), and the default fits W3's
- * depth. W6 uses a second arena with
+ * depth. W4 and W7 use tbb::parallel_for on a blocked_range with the default (auto)
+ * partitioner, in the same arena. W6 uses a second arena with
  * no slot for the caller: the task goes to a worker (enqueue), as heist_submit's does.
  * Built only with oneTBB (HEIST_BENCH_TBB). */
 #include "peers.h"
@@ -12,7 +13,9 @@
 #include <memory>
 #include <vector>
 
+#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
@@ -111,6 +114,24 @@ uts(uts_node *node)
 		uts_kids<UTS_CHILDREN>(node, n);
 }
 
+/* ---- W8 latency tree: both children are tasks ---------------------------------- */
+
+void
+tree(uint64_t index, int depth, int max_depth, w8_result *r)
+{
+	r->nodes = 1;
+	r->sum = w8_work(index);
+	if (depth == max_depth)
+		return;
+	w8_result kid[2];
+	tbb::task_group g;
+	g.run([&kid, index, depth, max_depth] { tree(2 * index + 1, depth + 1, max_depth, &kid[0]); });
+	g.run([&kid, index, depth, max_depth] { tree(2 * index + 2, depth + 1, max_depth, &kid[1]); });
+	g.wait();
+	r->nodes += kid[0].nodes + kid[1].nodes;
+	r->sum += kid[0].sum + kid[1].sum;
+}
+
 } // namespace
 
 extern "C" {
@@ -189,6 +210,37 @@ peer_tbb_round_trip(void)
 	});
 	latch_wait(round_trip_latch);
 	return result;
+}
+
+void
+peer_tbb_for_each(double *a, size_t n, unsigned reps)
+{
+	arena->execute([&] {
+		for (unsigned r = 0; r < reps; r++)
+			tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
+					  [a](const tbb::blocked_range<size_t> &br) {
+						  w4_range(a, br.begin(), br.end());
+					  });
+	});
+}
+
+void
+peer_tbb_matmul(const double *A, const double *B, double *C, size_t n)
+{
+	arena->execute([&] {
+		tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
+				  [=](const tbb::blocked_range<size_t> &br) {
+					  w7_rows(A, B, C, n, br.begin(), br.end());
+				  });
+	});
+}
+
+w8_result
+peer_tbb_tree(int depth)
+{
+	w8_result root{};
+	arena->execute([&] { tree(0, 0, depth, &root); });
+	return root;
 }
 
 } // extern "C"

@@ -21,6 +21,12 @@ long peer_omp_nqueens(unsigned threads, int n);
 struct uts_result peer_omp_uts(unsigned threads, uint64_t seed);
 /* W5: one thread creates a task per k (parallel + single + task). */
 void peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters);
+/* W4: reps times a[i] = w4_elem(a[i]) over [0, n), one `parallel for` each. */
+void peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps);
+/* W7: C = A x B, `parallel for` over the rows of C. */
+void peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n);
+/* W8: the binary tree of depth `depth` (2^(depth+1) - 1 nodes), a task per child. */
+struct w8_result peer_omp_tree(unsigned threads, int depth);
 #endif
 
 #ifdef HEIST_BENCH_TBB
@@ -36,6 +42,13 @@ void peer_tbb_storm(double *out, size_t ntasks, unsigned iters);
 /* W6: hand a task that returns 1 to the arena's workers (enqueue) and wait for it on a
  * latch; returns the task's value. */
 int peer_tbb_round_trip(void);
+/* W4: enter the arena once, then reps times a parallel_for over a blocked_range of
+ * [0, n) with the default (auto) partitioner. */
+void peer_tbb_for_each(double *a, size_t n, unsigned reps);
+/* W7: C = A x B, parallel_for over the rows of C (auto partitioner), in the arena. */
+void peer_tbb_matmul(const double *A, const double *B, double *C, size_t n);
+/* W8: the binary tree, a task_group run per child. */
+struct w8_result peer_tbb_tree(int depth);
 #endif
 
 #ifdef __cplusplus

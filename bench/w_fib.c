@@ -2,18 +2,24 @@
  * task (no cutoff). heist spawns on a heist_task record in the caller's frame and syncs
  * it; the serial version is the same recursion with plain calls. Rows: serial, heist
  * with 1 worker (T_1, for the overhead per spawn) and with --threads workers, OpenMP,
- * oneTBB. Also the heap allocations of a whole heist fib(30) run (should be 0). */
+ * oneTBB. Also the heap allocations of a whole heist fib(30) run (should be 0), and two
+ * more heist rows with --threads workers: heist-prof, the profiler on
+ * (heist_config.profile: a TSC read per spawn, start and end), for its cost per spawn;
+ * heist-pin, workers pinned one per core (HEIST_PIN_CORE), to show pinning costs
+ * nothing. */
 #include "workloads.h"
 
 #include "malloc_count.h"
 #include "peers.h"
 
 #include <stdio.h>
+#include <string.h>
 
 struct fib_ctx {
 	int n;
 	unsigned threads;
 	heist_pool *pool;	/* heist variants only */
+	const char *impl;	/* heist variants: for the wrong-answer message */
 };
 
 static long
@@ -78,7 +84,7 @@ run_heist(void *ctx, int rep)
 	uint64_t t0 = bench_now_ns();
 	long r = heist_fib(c->pool, c->n);
 	uint64_t ns = bench_now_ns() - t0;
-	bench_check("W1 fib", "heist", c->threads, r, fib_expected(c->n));
+	bench_check("W1 fib", c->impl, c->threads, r, fib_expected(c->n));
 	return ns;
 }
 
@@ -121,9 +127,10 @@ w1_fib(const struct bench_opts *o)
 	snprintf(size, sizeof size, "fib(%d)", n);
 	bench_progress("W1 %s:", size);
 
-	struct fib_ctx serial = { n, 1, NULL }, h1 = { n, 1, NULL }, hn = { n, N, NULL };
-	struct fib_ctx peer = { n, N, NULL };
-	struct variant v[6];
+	struct fib_ctx serial = { n, 1, NULL, "serial" }, h1 = { n, 1, NULL, "heist" };
+	struct fib_ctx hn = { n, N, NULL, "heist" }, peer = { n, N, NULL, NULL };
+	struct fib_ctx prof = { n, N, NULL, "heist-prof" }, pin = { n, N, NULL, "heist-pin" };
+	struct variant v[8];
 	unsigned nv = 0;
 	bench_add(o, v, &nv, "serial", 1, run_serial, &serial);
 	if (bench_impl_enabled(o, "heist")) {
@@ -133,6 +140,14 @@ w1_fib(const struct bench_opts *o)
 			hn.pool = bench_heist_pool(N);
 			bench_add(o, v, &nv, "heist", N, run_heist, &hn);
 		}
+	}
+	if (bench_impl_enabled(o, "heist-prof")) {
+		prof.pool = bench_heist_pool_with(N, HEIST_PIN_NONE, true);
+		bench_add(o, v, &nv, "heist-prof", N, run_heist, &prof);
+	}
+	if (bench_impl_enabled(o, "heist-pin")) {
+		pin.pool = bench_heist_pool_with(N, HEIST_PIN_CORE, false);
+		bench_add(o, v, &nv, "heist-pin", N, run_heist, &pin);
 	}
 #ifdef HEIST_BENCH_OMP
 	bench_add(o, v, &nv, "omp", N, run_omp, &peer);
@@ -158,6 +173,20 @@ w1_fib(const struct bench_opts *o)
 		row_metric(bench_row_for("W1", size, "heist", 1), "overhead_per_spawn_ns", per,
 			   "overhead/spawn %.2f ns", per);
 	}
+	struct variant *vn = bench_find(v, nv, "heist", N), *vp = bench_find(v, nv, "heist-prof", N);
+	if (vn && vp) {
+		/* Per call, as overhead/spawn above; per spawned (profiled) task: the calls
+		 * above the leaves, fib(n + 1) - 1 of them. */
+		double extra = (double)vp->median_ns - (double)vn->median_ns;
+		double spawns = (double)fib_expected(n + 1) - 1;
+		struct row *r = bench_row_for("W1", size, "heist-prof", N);
+		row_metric(r, "profile_cost_per_call_ns", extra / calls, "profiler +%.2f ns/call",
+			   extra / calls);
+		row_metric(r, "profile_cost_per_task_ns", extra / spawns, "+%.1f ns/task",
+			   extra / spawns);
+	}
+	bench_pin_note(bench_row_for("W1", size, "heist-pin", N), pin.pool);
+
 	heist_pool *pool = hn.pool ? hn.pool : h1.pool;
 	if (pool && malloc_count_available()) {
 		malloc_count_start();
@@ -171,4 +200,6 @@ w1_fib(const struct bench_opts *o)
 	}
 	heist_pool_destroy(h1.pool);
 	heist_pool_destroy(hn.pool);
+	heist_pool_destroy(prof.pool);
+	heist_pool_destroy(pin.pool);
 }

@@ -1,7 +1,8 @@
 /* w_uts.c - W3 uts: unbalanced tree search on a binomial tree. Each node does ~200 ns of
  * work (64 rounds of mix); the root has 2000 children, any other node 8 (probability
  * 0.124875) or none, so the tree is near-critical: thin, deep (~2000 levels) and
- * unpredictable. Each child is a task; the result is (nodes, sum of h mod 2^64). */
+ * unpredictable. Each child is a task; the result is (nodes, sum of h mod 2^64).
+ * heist-pin: heist with --threads workers pinned one per core (HEIST_PIN_CORE). */
 #include "workloads.h"
 
 #include "peers.h"
@@ -13,6 +14,7 @@ struct uts_ctx {
 	uint64_t seed;
 	unsigned threads;
 	heist_pool *pool;
+	const char *impl;	/* heist variants: for the wrong-answer message */
 };
 
 struct uts_node {
@@ -102,7 +104,7 @@ run_heist(void *ctx, int rep)
 	uint64_t ns = bench_now_ns() - t0;
 	if (err)
 		bench_fail("W3 uts: heist_run returned %d", err);
-	check(c, "heist", root.r);
+	check(c, c->impl, root.r);
 	return ns;
 }
 
@@ -145,9 +147,10 @@ w3_uts(const struct bench_opts *o)
 	snprintf(size, sizeof size, "seed=%" PRIu64, seed);
 	bench_progress("W3 uts %s:", size);
 
-	struct uts_ctx serial = { seed, 1, NULL }, h1 = { seed, 1, NULL }, hn = { seed, N, NULL };
-	struct uts_ctx peer = { seed, N, NULL };
-	struct variant v[6];
+	struct uts_ctx serial = { seed, 1, NULL, "serial" }, h1 = { seed, 1, NULL, "heist" };
+	struct uts_ctx hn = { seed, N, NULL, "heist" }, peer = { seed, N, NULL, NULL };
+	struct uts_ctx pin = { seed, N, NULL, "heist-pin" };
+	struct variant v[7];
 	unsigned nv = 0;
 	bench_add(o, v, &nv, "serial", 1, run_serial, &serial);
 	if (bench_impl_enabled(o, "heist")) {
@@ -157,6 +160,10 @@ w3_uts(const struct bench_opts *o)
 			hn.pool = bench_heist_pool(N);
 			bench_add(o, v, &nv, "heist", N, run_heist, &hn);
 		}
+	}
+	if (bench_impl_enabled(o, "heist-pin")) {
+		pin.pool = bench_heist_pool_with(N, HEIST_PIN_CORE, false);
+		bench_add(o, v, &nv, "heist-pin", N, run_heist, &pin);
 	}
 #ifdef HEIST_BENCH_OMP
 	bench_add(o, v, &nv, "omp", N, run_omp, &peer);
@@ -175,6 +182,8 @@ w3_uts(const struct bench_opts *o)
 			   "%.1f ns/node", per);
 	}
 	row_note(bench_row_for("W3", size, "serial", 1), "%" PRIu64 " nodes", want.nodes);
+	bench_pin_note(bench_row_for("W3", size, "heist-pin", N), pin.pool);
 	heist_pool_destroy(h1.pool);
 	heist_pool_destroy(hn.pool);
+	heist_pool_destroy(pin.pool);
 }
