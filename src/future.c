@@ -134,7 +134,7 @@ heist__job_run(struct heist_future *j, struct worker *w)
 			current_job = outer;
 			if (HEIST_PROFILER && unlikely(w->profile))
 				heist__profile_record(w->prof, w->index, j->task.created_tsc,
-						      started, heist__tsc());
+						      started, heist__tsc_end());
 			finish(j, FUT_DONE);
 			ran = true;
 			break;

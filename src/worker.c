@@ -84,7 +84,7 @@ heist__worker_run_profiled(struct worker *w, struct task *t)
 {
 	uint64_t created = t->created_tsc, started = heist__tsc();
 	int r = t->fn(t->arg);
-	heist__profile_record(w->prof, w->index, created, started, heist__tsc());
+	heist__profile_record(w->prof, w->index, created, started, heist__tsc_end());
 	return r;
 }
 
