@@ -22,6 +22,14 @@ enum {
 static __thread struct heist_future *current_job __attribute__((tls_model("initial-exec")));
 
 struct heist_future *
+heist__job_swap_current(struct heist_future *j)
+{
+	struct heist_future *old = current_job;
+	current_job = j;
+	return old;
+}
+
+struct heist_future *
 heist__job_new(heist_fn fn, void *arg, bool with_future)
 {
 	struct heist_future *j = heist__record_alloc();

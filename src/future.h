@@ -78,6 +78,11 @@ heist__job_done(const struct heist_future *j)
 	return (s & FUT_MASK) >= FUT_DONE;
 }
 
+/* Make j the job heist_cancelled() answers for on this thread (NULL: none) and
+ * return the previous one, to restore. A worker clears it around a spawned task it
+ * stole or runs while helping: that task belongs to some other job. */
+struct heist_future *heist__job_swap_current(struct heist_future *j);
+
 /* An outside thread's wait: spin briefly, then sleep on the futex. deadline_ns 0:
  * none. Returns whether the job is done. */
 bool heist__job_block(struct heist_future *j, uint64_t deadline_ns);

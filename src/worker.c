@@ -101,10 +101,13 @@ heist__worker_run(struct worker *w, struct task *t)
 	counter_add(&w->stats.executed, 1);
 	/* relaxed: a hint for the owner's leapfrogging, not a publication. */
 	atomic_store_explicit(&t->thief, w, memory_order_relaxed);
+	/* The task belongs to another job than any this thread may be waiting in. */
+	struct heist_future *outer = heist__job_swap_current(NULL);
 	if (HEIST_PROFILER && unlikely(w->profile))
 		t->result = heist__worker_run_profiled(w, t);	/* recorded before DONE */
 	else
 		t->result = t->fn(t->arg);
+	heist__job_swap_current(outer);
 	/* release: publishes result (and the task's writes) to the owner's acquire
 	 * load in heist_sync. After this store the task record may be gone. */
 	atomic_store_explicit(&t->state, TASK_DONE, memory_order_release);

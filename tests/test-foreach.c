@@ -9,17 +9,20 @@
  *
  * Bodies and tasks never call cmocka (its asserts longjmp, and they run on workers):
  * they count what went wrong in atomics, which the test thread checks. Nothing here
- * waits on a clock: a test polls a condition, and sched_yield() only widens windows.
+ * waits on a clock: a test polls a condition, and a short spin only widens windows.
+ * (Not sched_yield: on a machine loaded with busy processes each one can give the CPU
+ * away for a whole time slice.)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
 #include <errno.h>
-#include <sched.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,15 +31,17 @@
 #include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
 
 #include "heist/heist.h"
-#include "faults.h"	/* TEST_SANITIZED; nothing here needs faults.c linked */
+#include "faults.h"	/* TEST_TSAN; nothing here needs faults.c linked */
 
-/* Sanitizer builds run 5-20x slower: the large ranges shrink there, and stay large
- * enough for many splits and steals. */
-#ifdef TEST_SANITIZED
+/* ThreadSanitizer runs these loops about 10x slower: the grids of large ranges shrink
+ * there (and stay large enough for many splits and steals); million_index_range_...
+ * keeps one range of a million and more in every build. */
+#ifdef TEST_TSAN
 enum { BIG_ODD = 100003, BIG_EVEN = 131072, ERR_ROUNDS = 20 };
 #else
 enum { BIG_ODD = 1000003, BIG_EVEN = 1048576, ERR_ROUNDS = 100 };
 #endif
+enum { MILLION_ODD = 1000003 };
 
 static const unsigned POOL_SIZES[] = {1, 2};
 #define NPOOLS (sizeof(POOL_SIZES) / sizeof(POOL_SIZES[0]))
@@ -312,6 +317,28 @@ odd_large_range_visits_each_index_once_as_bulk(void **state)
 	visit_grid(sizes, 1, begins, 1, modes, 1);
 }
 
+/* A million and more, in every build: automatic grain in every mode, and grain 1 (a
+ * million body calls) in every mode, or only from outside under ThreadSanitizer. */
+static void
+million_index_range_visits_each_index_once(void **state)
+{
+	(void)state;
+#ifdef TEST_TSAN
+	const size_t grain1_modes = 1;
+#else
+	const size_t grain1_modes = NMODES;
+#endif
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t m = 0; m < NMODES; m++) {
+			visit_once(pool, ALL_MODES[m], 0, MILLION_ODD, 0);
+			if (m < grain1_modes)
+				visit_once(pool, ALL_MODES[m], 1000, 1000 + MILLION_ODD, 1);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
 static void
 power_of_two_range_visits_each_index_once(void **state)
 {
@@ -349,7 +376,7 @@ subranges_are_half_open_nonempty_and_at_most_grain(void **state)
 }
 
 /* Bodies record which workers they ran on: every index is a worker's, and on two
- * workers with slow bodies (a yield each) a thief takes part.
+ * workers a thief may take part.
  * Only the bound is asserted; who takes part is the scheduler's choice. */
 struct where {
 	atomic_uint seen[2];
@@ -401,7 +428,7 @@ struct failing {
 	size_t fail_from, fail_every;	/* indices fail_from + k * fail_every fail */
 	size_t nfail;			/* how many such indices (0: none fail) */
 	int value;			/* what a failing chunk returns; 0: value_of() */
-	bool yield;			/* bodies yield, to let the others run meanwhile */
+	bool slow;			/* bodies spin a while, so others run meanwhile */
 	atomic_uint calls;
 	atomic_uint failures;		/* failing bodies that ran */
 	atomic_bool failed;		/* a failing body has returned (set just before) */
@@ -411,6 +438,14 @@ struct failing {
 	atomic_int first_value;		/* the value of the first failing body to return */
 	atomic_bool returned_value[4096];	/* which values failing bodies returned */
 };
+
+/* A few microseconds of work that no compiler removes. */
+static void
+spin_a_while(void)
+{
+	for (volatile int k = 0; k < 2000; k++)
+		;
+}
 
 static int
 value_of(size_t chunk_begin)
@@ -428,8 +463,8 @@ failing_body(void *arg, size_t b, size_t e)
 	if (atomic_load(&f->failed))
 		atomic_fetch_add(&f->after_failure, 1);
 	atomic_fetch_add(&f->calls, 1);
-	if (f->yield)
-		sched_yield();
+	if (f->slow)
+		spin_a_while();
 	bool fails = false;
 	if (f->nfail) {
 		size_t last = f->fail_from + (f->nfail - 1) * f->fail_every;
@@ -510,12 +545,12 @@ no_body_runs_after_the_loop_returns(void **state)
 			/* a failure somewhere, or none every fifth round */
 			struct failing *f = new_failing(10 + (size_t)round * 997 % n, 1,
 							round % 5 != 4, 7);
-			f->yield = true;
+			f->slow = true;
 			int r = run_failing(pool, mode, f, 10, 10 + n, round % 3);
 			assert_int_equal(r, round % 5 != 4 ? 7 : 0);
 			/* give a body that the loop did not wait for a chance to show */
-			for (int k = 0; k < 20; k++)
-				sched_yield();
+			spin_a_while();
+			spin_a_while();
 			assert_int_equal(atomic_load(&f->after_return), 0);
 			free(f);
 		}
@@ -575,6 +610,108 @@ first_failure_wins_among_many(void **state)
 			}
 		heist_pool_destroy(pool);
 	}
+}
+
+/* Two failing chunks whose failures are ordered: the loop gives the first one's value.
+ * Chunk 0 and chunk 1 of [0, 2) meet (each waits, with a bound, until the other has
+ * entered), so both have passed the loop's "stop?" check. Chunk 0 then submits task Z
+ * to its own worker's deque and fails with 11. Z can only run on chunk 0's worker
+ * (the other is held in chunk 1), and only after chunk 0 has returned and its result
+ * was recorded; chunk 1 waits until Z has run and then fails with 13. A loop that
+ * let the later failure win gives 13. If the two chunks never run at the same time
+ * (the scheduler need not split a two-index range), there is nothing to check: skip.
+ * The meeting's bound only decides between checking and skipping, never pass or fail. */
+enum { MEET_NAPS = 20 * 1000 };	/* 100 us naps: 2 s; an idle worker steals in far less */
+
+static void
+nap_100us(void)
+{
+	struct timespec ts = { 0, 100 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+struct ordered {
+	heist_pool *pool;
+	atomic_bool entered[2];
+	atomic_bool z_ran;
+	atomic_bool alone;	/* a chunk waited in vain for the other */
+	atomic_bool returned;
+	atomic_uint after_return;
+};
+
+static int
+z_task(void *p)
+{
+	struct ordered *o = p;
+	atomic_store(&o->z_ran, true);
+	return 0;
+}
+
+static int
+noop_task(void *p)
+{
+	(void)p;
+	return 0;
+}
+
+static int
+ordered_body(void *arg, size_t b, size_t e)
+{
+	struct ordered *o = arg;
+	size_t me = b, other = 1 - b;
+	long i;
+
+	if (e != b + 1 || b > 1)
+		return -1;
+	if (me == 0) {
+		/* A submit from a worker makes its deque public, the other half
+		 * included, so an idle worker can take it at once. */
+		if (heist_submit(o->pool, noop_task, NULL, NULL))
+			return -1;
+	}
+	atomic_store(&o->entered[me], true);
+	for (i = 0; i < MEET_NAPS && !atomic_load(&o->entered[other]); i++)
+		nap_100us();
+	if (i == MEET_NAPS) {
+		atomic_store(&o->alone, true);
+		return 0;
+	}
+	if (me == 0) {
+		if (heist_submit(o->pool, z_task, o, NULL))
+			return -1;
+		return 11;
+	}
+	for (i = 0; i < MEET_NAPS && !atomic_load(&o->z_ran); i++)
+		nap_100us();
+	if (atomic_load(&o->returned))
+		atomic_fetch_add(&o->after_return, 1);
+	return i == MEET_NAPS ? -2 : 13;
+}
+
+static void
+earlier_of_two_ordered_failures_wins(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	int rounds = 0;
+
+	for (size_t m = 0; m < NMODES; m++) {
+		struct ordered o = { .pool = pool };
+		struct call c = {
+			.pool = pool, .begin = 0, .end = 2, .grain = 1,
+			.body = ordered_body, .arg = &o, .returned = &o.returned,
+		};
+		int r = run_loop(ALL_MODES[m], &c);
+		assert_int_equal(atomic_load(&o.after_return), 0);
+		if (atomic_load(&o.alone))
+			break;	/* this scheduler does not split it: skip */
+		assert_true(atomic_load(&o.z_ran));
+		assert_int_equal(r, 11);
+		rounds++;
+	}
+	heist_pool_destroy(pool);
+	if (!rounds)
+		skip();
 }
 
 /* heist_submit_bulk's future gives the body's nonzero result (exactly, when one chunk
@@ -855,6 +992,64 @@ for_each_inside_a_task_that_another_task_waits_for(void **state)
 	}
 }
 
+/* A task of pool A runs a loop on pool B: the bodies run on B's workers, never on the
+ * thread of A that called (it only waits), and every index once. */
+struct cross {
+	heist_pool *b;
+	pthread_t a_thread;
+	atomic_uint on_a;
+	atomic_uint off_pool;
+	atomic_uint hits[10007];
+	int result;
+};
+
+static int
+cross_body(void *arg, size_t b, size_t e)
+{
+	struct cross *x = arg;
+
+	if (pthread_equal(pthread_self(), x->a_thread))
+		atomic_fetch_add(&x->on_a, 1);
+	if (heist_worker_index() < 0)
+		atomic_fetch_add(&x->off_pool, 1);
+	for (size_t i = b; i < e && i < 10007; i++)
+		atomic_fetch_add(&x->hits[i], 1);
+	return 0;
+}
+
+static int
+loop_on_other_pool(void *p)
+{
+	struct cross *x = p;
+
+	x->a_thread = pthread_self();
+	x->result = heist_for_each(x->b, 0, 10007, 1, cross_body, x);
+	return 0;
+}
+
+static void
+for_each_from_a_task_of_another_pool_runs_on_that_pool(void **state)
+{
+	(void)state;
+	heist_pool *a = make_pool(1);
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *b = make_pool(POOL_SIZES[p]);
+		struct cross *x = calloc(1, sizeof(*x));
+		assert_non_null(x);
+		x->b = b;
+		x->result = -1;
+		assert_int_equal(heist_run(a, loop_on_other_pool, x), 0);
+		assert_int_equal(x->result, 0);
+		assert_int_equal(atomic_load(&x->on_a), 0);
+		assert_int_equal(atomic_load(&x->off_pool), 0);
+		for (size_t i = 0; i < 10007; i++)
+			assert_int_equal(atomic_load(&x->hits[i]), 1);
+		free(x);
+		heist_pool_destroy(b);
+	}
+	heist_pool_destroy(a);
+}
+
 /* An inner failure travels out through each level's body. */
 static int
 fail_inner(void *arg, size_t b, size_t e)
@@ -909,6 +1104,7 @@ main(void)
 		cmocka_unit_test(odd_large_range_visits_each_index_once_from_outside),
 		cmocka_unit_test(odd_large_range_visits_each_index_once_inside_tasks),
 		cmocka_unit_test(odd_large_range_visits_each_index_once_as_bulk),
+		cmocka_unit_test(million_index_range_visits_each_index_once),
 		cmocka_unit_test(power_of_two_range_visits_each_index_once),
 		cmocka_unit_test(range_ending_at_size_max_visits_each_index_once),
 		cmocka_unit_test(subranges_are_half_open_nonempty_and_at_most_grain),
@@ -917,6 +1113,7 @@ main(void)
 		cmocka_unit_test(no_body_runs_after_the_loop_returns),
 		cmocka_unit_test(single_failing_chunk_value_is_returned),
 		cmocka_unit_test(first_failure_wins_among_many),
+		cmocka_unit_test(earlier_of_two_ordered_failures_wins),
 		cmocka_unit_test(submit_bulk_future_gives_first_nonzero),
 		cmocka_unit_test(for_each_rejects_begin_after_end),
 		cmocka_unit_test(for_each_rejects_null_body),
@@ -925,6 +1122,7 @@ main(void)
 		cmocka_unit_test(submit_bulk_without_future_runs_before_destroy_returns),
 		cmocka_unit_test(for_each_nests_three_deep),
 		cmocka_unit_test(for_each_inside_a_task_that_another_task_waits_for),
+		cmocka_unit_test(for_each_from_a_task_of_another_pool_runs_on_that_pool),
 		cmocka_unit_test(nested_failure_is_returned_by_the_outer_loop),
 	};
 	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
