@@ -12,9 +12,9 @@
 void
 heist__injector_init(struct injector *q, size_t limit)
 {
-	atomic_init(&q->stub.next, NULL);
-	atomic_init(&q->tail, &q->stub);
-	q->head = &q->stub;
+	atomic_init(&q->sentinel.next, NULL);
+	atomic_init(&q->tail, &q->sentinel);
+	q->head = &q->sentinel;
 	atomic_init(&q->consuming, false);
 	atomic_init(&q->depth, 0);
 	q->limit = limit;
@@ -71,7 +71,7 @@ take_one(struct injector *q)
 	struct task *head = q->head;
 	/* acquire: pairs with the release store of the link in heist__injector_push. */
 	struct task *next = atomic_load_explicit(&head->next, memory_order_acquire);
-	if (head == &q->stub) {
+	if (head == &q->sentinel) {
 		if (!next)
 			return NULL;
 		q->head = head = next;
@@ -81,11 +81,11 @@ take_one(struct injector *q)
 		q->head = next;
 		return head;
 	}
-	/* head is the last linked node. If it is also the tail, put the stub behind
+	/* head is the last linked node. If it is also the tail, put the sentinel behind
 	 * it so that head can be handed out; otherwise a producer is mid-push. */
 	if (atomic_load_explicit(&q->tail, memory_order_acquire) != head)
 		return NULL;
-	heist__injector_push(q, &q->stub);
+	heist__injector_push(q, &q->sentinel);
 	next = atomic_load_explicit(&head->next, memory_order_acquire);
 	if (!next)
 		return NULL;
