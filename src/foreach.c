@@ -123,6 +123,18 @@ heist_for_each(heist_pool *pool, size_t begin, size_t end, size_t grain,
 	struct worker *w = heist__self;
 	if (w && w->pool == pool)
 		return run_loop(&r);	/* fork in place */
+	if (!w) {
+		/* An outside caller takes part: it runs the loop in the guest slot,
+		 * and the workers steal its splits. */
+		int err;
+		if (heist__worker_guest_enter(pool, &err)) {
+			int r_err = run_loop(&r);
+			heist__worker_guest_leave(pool);
+			return r_err;
+		}
+		if (err)
+			return err;
+	}
 	return heist_run(pool, run_loop, &r);
 }
 

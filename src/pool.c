@@ -43,7 +43,7 @@ teardown(struct heist_pool *pool, unsigned started)
 	bool grew = false;
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(pool->workers[i].thread, NULL);
-	for (unsigned i = 0; i < pool->n; i++) {
+	for (unsigned i = 0; i < pool->slots; i++) {
 		grew |= pool->workers[i].dq.grows != 0;
 		heist__deque_fini(&pool->workers[i].dq);
 		heist__profile_free(pool->workers[i].prof);
@@ -94,19 +94,21 @@ pool_new(unsigned n)
 	if (!pool)
 		return NULL;
 	memset(pool, 0, sizeof(*pool));
-	pool->workers = aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * n);
+	unsigned slots = n + 1;	/* the workers and the guest slot */
+	pool->workers = aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * slots);
 	if (!pool->workers) {
 		free(pool);
 		return NULL;
 	}
-	memset(pool->workers, 0, sizeof(*pool->workers) * n);
+	memset(pool->workers, 0, sizeof(*pool->workers) * slots);
 	pool->n = n;
+	pool->slots = slots;
 	unsigned i = 0;
-	for (; i < n; i++) {
+	for (; i < slots; i++) {
 		if (heist__deque_init(&pool->workers[i].dq, DEQUE_CAPACITY))
 			break;
 	}
-	if (i < n || heist__sleep_init(&pool->sleep, n)) {
+	if (i < slots || heist__sleep_init(&pool->sleep, n)) {
 		while (i-- > 0)
 			heist__deque_fini(&pool->workers[i].dq);
 		free(pool->workers);
@@ -148,7 +150,7 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 	pool->profile = HEIST_PROFILER && cfg->profile;
 	if (pool->profile)
 		heist__tsc_calibrate();	/* before any task takes a timestamp */
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < pool->slots; i++) {
 		struct worker *w = &pool->workers[i];
 		w->pool = pool;
 		w->index = i;
@@ -160,7 +162,7 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 		w->profile = pool->profile;
 		if (pool->profile)
 			heist__deque_set_profile(&w->dq);
-		w->victims = heist__topology_victims(topo, i);
+		w->victims = i < n ? heist__topology_victims(topo, i) : NULL;
 	}
 	err = start_workers(pool);
 	if (err)
@@ -283,7 +285,7 @@ heist_pool_pending(const heist_pool *pool)
 		return 0;
 	struct heist_pool *p = (struct heist_pool *)pool;
 	size_t n = atomic_load_explicit(&p->injector.depth, memory_order_relaxed);
-	for (unsigned i = 0; i < p->n; i++)
+	for (unsigned i = 0; i < p->slots; i++)
 		n += heist__deque_size(&p->workers[i].dq);
 	return n;
 }
@@ -292,7 +294,7 @@ HEIST_EXPORT int
 heist_worker_index(void)
 {
 	struct worker *w = heist__self;
-	return w ? (int)w->index : -1;
+	return w && w->index < w->pool->n ? (int)w->index : -1;	/* a guest is no worker */
 }
 
 static void
@@ -324,7 +326,7 @@ heist_pool_stats(const heist_pool *pool, struct heist_stats *out)
 		return EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->workers = pool->n;
-	for (unsigned i = 0; i < pool->n; i++) {
+	for (unsigned i = 0; i < pool->slots; i++) {	/* the guest's work counts too */
 		struct heist_worker_stats s;
 		read_worker(&pool->workers[i], &s);
 		out->executed += s.executed;

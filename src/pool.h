@@ -13,8 +13,11 @@
 #include "worker.h"
 
 struct heist_pool {
+	/* n workers, then one guest slot: a worker record without a thread, which an
+	 * outside thread occupies while it takes part in a heist_for_each. */
 	struct worker *workers;
 	unsigned n;
+	unsigned slots;			/* n + 1: every deque a thief may visit */
 	unsigned spin;			/* steal rounds before sleeping */
 	size_t stack_size;
 	char name[16];
@@ -35,6 +38,11 @@ struct heist_pool {
 	/* Read by submitters and workers, written once each by destroy. */
 	CACHE_ALIGNED _Atomic bool shutting;	/* outside submits get ESHUTDOWN */
 	_Atomic bool stop;			/* drained: workers exit */
+
+	/* The guest slot is taken: CAS false -> true with acquire by the thread that
+	 * enters, store false with release when it leaves, so the next guest sees the
+	 * slot's deque as the last one left it. */
+	CACHE_ALIGNED _Atomic bool guest_busy;
 };
 
 /* Subtract n finished jobs from live; wakes destroy when that drains the pool. */

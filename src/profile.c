@@ -434,7 +434,7 @@ heist_profile_report(heist_pool *pool, struct heist_latency_report *out)
 		return err;
 	if (!out)
 		return EINVAL;
-	return report(pool, 0, pool->n, out);
+	return report(pool, 0, pool->slots, out);	/* the guest slot's tasks too */
 }
 
 HEIST_EXPORT int
@@ -463,9 +463,9 @@ heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind, const 
 		if (!(q[i] >= 0.0 && q[i] <= 1.0))	/* NaN fails both */
 			return EINVAL;
 	struct merged m;
-	if ((err = merge(pool, 0, pool->n, &m)))
+	if ((err = merge(pool, 0, pool->slots, &m)))
 		return err;
-	uint64_t *sorted = sorted_latencies(pool, 0, pool->n, (int)kind, &m);
+	uint64_t *sorted = sorted_latencies(pool, 0, pool->slots, (int)kind, &m);
 	for (size_t i = 0; i < n; i++)
 		out[i] = quantile(&m, (int)kind, sorted, q[i]);
 	free(sorted);
@@ -483,7 +483,7 @@ heist_profile_samples(heist_pool *pool,
 		return err;
 	if (!fn)
 		return EINVAL;
-	for (unsigned w = 0; w < pool->n; w++) {
+	for (unsigned w = 0; w < pool->slots; w++) {
 		struct profile *p = pool->workers[w].prof;
 		size_t len = atomic_load_explicit(&p->len, memory_order_acquire);
 		for (size_t i = 0; i < len; i++)
@@ -497,6 +497,6 @@ heist_profile_reset(heist_pool *pool)
 {
 	if (check(pool))
 		return;
-	for (unsigned w = 0; w < pool->n; w++)
+	for (unsigned w = 0; w < pool->slots; w++)
 		profile_clear(pool->workers[w].prof);
 }

@@ -11,6 +11,7 @@
  * would put a barrier on every steal, and the bulletproof one a lookup. */
 #include "worker.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -148,7 +149,7 @@ steal_ranked(struct worker *w, const struct victims *v)
 		}
 		begin = v->rank_end[r];
 	}
-	return NULL;
+	return steal_from(w, &w->pool->workers[w->pool->n]);	/* the guest slot */
 }
 
 /* One pass over every other worker, from a random one on. */
@@ -156,9 +157,7 @@ static struct task *
 steal_round(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
-	unsigned n = pool->n;
-	if (n < 2)
-		return NULL;
+	unsigned n = pool->slots;	/* the guest slot is a victim too */
 	if (w->victims)
 		return steal_ranked(w, w->victims);
 	unsigned v = rng_next(w) % n;
@@ -179,9 +178,10 @@ take_injector(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
 	struct task *batch[BATCH_MAX];
-	/* relaxed: a hint; heist__injector_take decides. */
+	/* relaxed: a hint; heist__injector_take decides. A guest takes no batch: it
+	 * would leave the rest in a deque that no thread owns after the guest leaves. */
 	size_t depth = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed);
-	if (!depth)
+	if (!depth || w->index >= pool->n)
 		return NULL;
 	size_t want = depth / pool->n + 1;
 	if (want > BATCH_MAX)
@@ -220,7 +220,7 @@ more_visible(struct heist_pool *pool)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (heist__injector_depth(&pool->injector))
 		return true;
-	for (unsigned i = 0; i < pool->n; i++)
+	for (unsigned i = 0; i < pool->slots; i++)
 		if (heist__deque_has_public(&pool->workers[i].dq))
 			return true;
 	return false;
@@ -241,7 +241,7 @@ work_visible(struct heist_pool *pool)
 {
 	bool found = heist__injector_depth(&pool->injector) != 0 ||
 		     atomic_load_explicit(&pool->stop, memory_order_seq_cst);
-	for (unsigned i = 0; i < pool->n && !found; i++) {
+	for (unsigned i = 0; i < pool->slots && !found; i++) {
 		struct deque *dq = &pool->workers[i].dq;
 		if (heist__deque_has_public(dq))
 			found = true;
@@ -331,6 +331,48 @@ heist__worker_main(void *arg)
 	urcu_qsbr_unregister_thread();
 	heist__self = NULL;
 	return NULL;
+}
+
+bool
+heist__worker_guest_enter(struct heist_pool *pool, int *err)
+{
+	*err = 0;
+	bool free_slot = false;
+	/* relaxed peek first; acquire on success: see pool.h. */
+	if (atomic_load_explicit(&pool->guest_busy, memory_order_relaxed) ||
+	    !atomic_compare_exchange_strong_explicit(&pool->guest_busy, &free_slot, true,
+						     memory_order_acquire,
+						     memory_order_relaxed))
+		return false;
+	/* A thread that is already a QSBR reader of its own (the application's) must
+	 * not be registered twice, nor have quiescent states reported for it. */
+	if (urcu_qsbr_read_ongoing()) {
+		atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
+		return false;
+	}
+	/* Counted as a live job, so destroy waits for the guest (see submit_outside). */
+	atomic_fetch_add_explicit(&pool->live, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
+		heist__pool_finished(pool, 1);
+		atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
+		*err = ESHUTDOWN;
+		return false;
+	}
+	urcu_qsbr_register_thread();	/* it will read other deques' arrays */
+	heist__self = &pool->workers[pool->n];
+	return true;
+}
+
+void
+heist__worker_guest_leave(struct heist_pool *pool)
+{
+	struct worker *g = &pool->workers[pool->n];
+	flush_done(g);
+	heist__self = NULL;
+	urcu_qsbr_unregister_thread();
+	heist__pool_finished(pool, 1);
+	/* release: pairs with the next guest's acquire CAS. */
+	atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
 }
 
 /* Wait for a spawned task that a thief took: steal back from the thief first (its

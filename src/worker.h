@@ -64,6 +64,14 @@ heist__worker_pop(struct worker *w)
 /* heist_sync's slow path: t was not at the bottom of the deque. */
 int heist__worker_sync_slow(struct worker *w, struct task *t);
 
+/* An outside thread takes the pool's guest slot for the length of a heist_for_each:
+ * it becomes a worker without a thread of its own (heist__self points at the slot),
+ * forks in place, and its deque is a victim like the others. Returns false when the
+ * slot is taken or the thread is already a QSBR reader (then *err is 0: use
+ * heist_run instead), or the pool is shutting down (*err is ESHUTDOWN). */
+bool heist__worker_guest_enter(struct heist_pool *pool, int *err);
+void heist__worker_guest_leave(struct heist_pool *pool);
+
 /* Helping waits for a job: run other work until it is done. */
 void heist__worker_wait_job(struct worker *w, struct heist_future *j);
 bool heist__worker_wait_job_until(struct worker *w, struct heist_future *j,

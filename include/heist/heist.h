@@ -239,8 +239,12 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
  * automatic grain). The range is split lazily: a worker splits off half of what it has
  * left only when its deque is empty or a thief asks, else it runs the next grain
  * itself. On a worker, the call forks in place, so it nests inside tasks and inside
- * other bodies on any pool size; from another thread it enters the pool as heist_run
- * does and waits. The first nonzero body result stops the sub-ranges not yet started,
+ * other bodies on any pool size. The calling thread takes part: from outside the pool
+ * it occupies the pool's guest slot for the call (a worker record without a thread of
+ * its own), runs sub-ranges itself and lets the workers steal the rest; in those
+ * bodies heist_worker_index() is -1. One outside caller at a time has the slot;
+ * others, and worker threads of other pools, enter as heist_run does and wait. The
+ * first nonzero body result stops the sub-ranges not yet started,
  * waits for those running, and is returned; no body runs after the call returns.
  * @returns 0; the first nonzero body result; EINVAL if pool or body is NULL or
  *          begin > end (an empty range returns 0 and never calls body); ENOMEM;
