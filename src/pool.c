@@ -24,6 +24,9 @@ enum {
 void
 heist__pool_finished(struct heist_pool *pool, uint64_t n)
 {
+	/* seq_cst: announced before the decrement below, so a destroy that sees live
+	 * reach 0 also sees us here (both seq_cst), and waits for our last access. */
+	atomic_fetch_add_explicit(&pool->finishing, 1, memory_order_seq_cst);
 	/* seq_cst, and seq_cst on shutting: destroy stores shutting and then loads
 	 * live; we change live and then load shutting. One of us sees the other, so
 	 * destroy never sleeps through the last finish. */
@@ -32,6 +35,8 @@ heist__pool_finished(struct heist_pool *pool, uint64_t n)
 		atomic_fetch_add_explicit(&pool->drain_seq, 1, memory_order_release);
 		heist__futex_wake(&pool->drain_seq, INT_MAX);
 	}
+	/* release, our last touch of the pool: pairs with destroy's acquire loads. */
+	atomic_fetch_sub_explicit(&pool->finishing, 1, memory_order_release);
 }
 
 /* Stop and join the workers that were started, then free everything. */
@@ -190,6 +195,10 @@ heist_pool_destroy(heist_pool *pool)
 			break;
 		heist__futex_wait(&pool->drain_seq, seq, 0);
 	}
+	/* The thread that finished last may still be inside heist__pool_finished: a
+	 * few instructions and a futex wake. acquire: pairs with its release. */
+	while (atomic_load_explicit(&pool->finishing, memory_order_acquire))
+		sched_yield();
 	teardown(pool, pool->n);
 }
 

@@ -34,6 +34,10 @@ struct heist_pool {
 	 * is never below the truth and reaches 0 only when everything has run. */
 	CACHE_ALIGNED _Atomic uint64_t live;
 	_Atomic uint32_t drain_seq;	/* destroy sleeps on it while live > 0 */
+	/* Threads inside heist__pool_finished. A thread that is not a worker may be
+	 * the one that brings live to 0, and it still touches the pool after that:
+	 * destroy waits until this is 0 too before it frees anything. */
+	_Atomic uint32_t finishing;
 
 	/* Read by submitters and workers, written once each by destroy. */
 	CACHE_ALIGNED _Atomic bool shutting;	/* outside submits get ESHUTDOWN */

@@ -353,8 +353,9 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 	/* Counted as a live job, so destroy waits for the guest (see submit_outside). */
 	atomic_fetch_add_explicit(&pool->live, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
-		heist__pool_finished(pool, 1);
+		/* Free the slot first: once live may reach 0, destroy may free it. */
 		atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
+		heist__pool_finished(pool, 1);
 		*err = ESHUTDOWN;
 		return false;
 	}
@@ -370,9 +371,10 @@ heist__worker_guest_leave(struct heist_pool *pool)
 	flush_done(g);
 	heist__self = NULL;
 	urcu_qsbr_unregister_thread();
-	heist__pool_finished(pool, 1);
-	/* release: pairs with the next guest's acquire CAS. */
+	/* release: pairs with the next guest's acquire CAS. Before the last finish:
+	 * once live may reach 0, destroy may free the pool. */
 	atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
+	heist__pool_finished(pool, 1);
 }
 
 /* Wait for a spawned task that a thief took: steal back from the thief first (its

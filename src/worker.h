@@ -67,8 +67,11 @@ int heist__worker_sync_slow(struct worker *w, struct task *t);
 /* An outside thread takes the pool's guest slot for the length of a heist_for_each:
  * it becomes a worker without a thread of its own (heist__self points at the slot),
  * forks in place, and its deque is a victim like the others. Returns false when the
- * slot is taken or the thread is already a QSBR reader (then *err is 0: use
- * heist_run instead), or the pool is shutting down (*err is ESHUTDOWN). */
+ * slot is taken or the thread is already an online QSBR reader (then *err is 0: use
+ * heist_run instead), or the pool is shutting down (*err is ESHUTDOWN). A thread the
+ * application registered with liburcu-qsbr and put offline cannot be told from an
+ * unregistered one through liburcu's API: heist.h asks such threads not to call
+ * heist_for_each from outside. */
 bool heist__worker_guest_enter(struct heist_pool *pool, int *err);
 void heist__worker_guest_leave(struct heist_pool *pool);
 

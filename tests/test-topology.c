@@ -231,6 +231,7 @@ pinning_to_pus_gives_one_cpu_each(void **state)
 static void *
 create_under_one_cpu(void *arg)
 {
+	(void)arg;
 	cpu_set_t one;
 	CPU_ZERO(&one);
 	CPU_SET(0, &one);

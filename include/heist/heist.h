@@ -243,7 +243,10 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
  * it occupies the pool's guest slot for the call (a worker record without a thread of
  * its own), runs sub-ranges itself and lets the workers steal the rest; in those
  * bodies heist_worker_index() is -1. One outside caller at a time has the slot;
- * others, and worker threads of other pools, enter as heist_run does and wait. The
+ * others, and worker threads of other pools, enter as heist_run does and wait. For
+ * the call, the caller registers itself as a liburcu-qsbr reader: a thread that the
+ * application has itself registered with liburcu-qsbr must not call heist_for_each
+ * on a pool it is not a worker of (an online one is detected and waits instead). The
  * first nonzero body result stops the sub-ranges not yet started,
  * waits for those running, and is returned; no body runs after the call returns.
  * @returns 0; the first nonzero body result; EINVAL if pool or body is NULL or
