@@ -110,10 +110,9 @@ token_cancelled(const struct heist_future *j)
 	return j->token && atomic_load_explicit(&j->token->requested, memory_order_acquire);
 }
 
-bool
+void
 heist__job_run(struct heist_future *j, struct worker *w)
 {
-	bool ran = false;
 	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
 	while ((s & FUT_MASK) == FUT_QUEUED) {	/* else cancelled while queued */
 		if (token_cancelled(j)) {
@@ -144,13 +143,11 @@ heist__job_run(struct heist_future *j, struct worker *w)
 				heist__profile_record(w->prof, w->index, j->task.created_tsc,
 						      started, heist__tsc_end());
 			finish(j, FUT_DONE);
-			ran = true;
 			break;
 		}
 	}
 	drop_belongings(j);
 	heist__job_release(j);
-	return ran;
 }
 
 bool

@@ -60,8 +60,9 @@ int heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size);
 
 /* Run a job taken from a queue (or skip it if cancelled), then drop the pool's
  * reference. Worker w only; when it profiles, the sample is recorded before the
- * future is satisfied, so a waiter's report includes it. Returns whether it ran. */
-bool heist__job_run(struct heist_future *j, struct worker *w);
+ * future is satisfied, so a waiter's report includes it; counts it in w's executed
+ * only if it ran. */
+void heist__job_run(struct heist_future *j, struct worker *w);
 
 /* Free a job that was never queued, with what it holds. */
 void heist__job_discard(struct heist_future *j);
