@@ -1,12 +1,28 @@
-/* cancel.c - cancellation tokens, after .NET's CancellationToken: cooperative, one
- * token for any number of jobs, reference counted so that it may be released while
- * jobs holding it are still queued. A job checks its token when a worker takes it
- * (future.c, heist__job_run); a running job polls heist_cancelled(). */
+/* cancel.c - cooperative cancellation, after .NET's CancellationToken: one token for
+ * any number of jobs, reference counted so that it may be released while jobs holding
+ * it are still queued; a future's own cancel; the check a worker makes when it takes a
+ * job (a job cancelled while queued never runs); and heist_cancelled(), which a
+ * running job polls. The job's state machine is future.h's: QUEUED -> RUNNING -> DONE,
+ * or QUEUED -> CANCELLED, the only transition made here. */
+#include "cancel.h"
+
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
+#include "futex.h"
 #include "future.h"
-#include "pool.h"
+
+/* The job this thread is running, for heist_cancelled. */
+static __thread struct heist_future *current_job __attribute__((tls_model("initial-exec")));
+
+struct heist_future *
+heist__current_job_swap(struct heist_future *j)
+{
+	struct heist_future *old = current_job;
+	current_job = j;
+	return old;
+}
 
 HEIST_EXPORT int
 heist_cancel_create(heist_cancel **out)
@@ -41,7 +57,7 @@ heist_cancel_release(heist_cancel *c)
 HEIST_EXPORT void
 heist_cancel_request(heist_cancel *c)
 {
-	/* release: pairs with the acquire loads in future.c (token_cancelled). */
+	/* release: pairs with the acquire loads in token_cancelled. */
 	if (c)
 		atomic_store_explicit(&c->requested, true, memory_order_release);
 }
@@ -52,18 +68,70 @@ heist_cancel_requested(const heist_cancel *c)
 	return c && atomic_load_explicit((_Atomic bool *)&c->requested, memory_order_acquire);
 }
 
-HEIST_EXPORT int
-heist_submit_cancellable(heist_pool *pool, heist_cancel *c, heist_fn fn, void *arg,
-			 heist_future **out)
+static bool
+token_cancelled(const struct heist_future *j)
 {
-	if (out)
-		*out = NULL;
-	if (!pool || !fn || !c)
-		return EINVAL;
-	struct heist_future *j = heist__job_new(fn, arg, out != NULL);
-	if (!j)
-		return ENOMEM;
-	heist__cancel_acquire(c);
-	j->token = c;
-	return heist__pool_submit_job(pool, j, out);
+	/* acquire: pairs with the release store in heist_cancel_request. */
+	return j->token && atomic_load_explicit(&j->token->requested, memory_order_acquire);
+}
+
+/* One attempt to move a queued job, whose state was *s, to CANCELLED; on failure *s
+ * is the state found instead. release: pairs with the waiters' acquire loads
+ * (nothing to publish but the state itself). */
+static bool
+cancel_queued(struct heist_future *j, uint32_t *s)
+{
+	if (!atomic_compare_exchange_weak_explicit(&j->state, s, FUT_CANCELLED,
+						   memory_order_release, memory_order_relaxed))
+		return false;
+	if (*s & FUT_WAITERS)
+		heist__futex_wake(&j->state, INT_MAX);
+	return true;
+}
+
+bool
+heist__job_take(struct heist_future *j)
+{
+	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
+	while ((s & FUT_MASK) == FUT_QUEUED) {	/* else cancelled while queued */
+		if (token_cancelled(j)) {
+			if (cancel_queued(j, &s))
+				return false;
+			continue;
+		}
+		/* relaxed: the job's fields reached us through the queue's hand-off
+		 * (deque publish or injector link, release/acquire), and nothing else
+		 * is published through the state before RUNNING. A CAS because a
+		 * cancel may race us: exactly one of the two wins. */
+		if (atomic_compare_exchange_weak_explicit(&j->state, &s,
+							  (s & FUT_WAITERS) | FUT_RUNNING,
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+HEIST_EXPORT void
+heist_future_cancel(heist_future *f)
+{
+	if (!f)
+		return;
+	/* relaxed: a request for heist_cancelled inside the running job, not a
+	 * publication (heist.h promises no ordering for a running job's view). */
+	atomic_store_explicit(&f->cancel_requested, true, memory_order_relaxed);
+	uint32_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+	/* Queued: it never runs. The worker that later takes it sees CANCELLED in
+	 * heist__job_take and skips it. Running or done: nothing more to do. */
+	while ((s & FUT_MASK) == FUT_QUEUED && !cancel_queued(f, &s))
+		;
+}
+
+HEIST_EXPORT bool
+heist_cancelled(void)
+{
+	struct heist_future *j = current_job;
+	/* relaxed: see heist_future_cancel. */
+	return j && (atomic_load_explicit(&j->cancel_requested, memory_order_relaxed) ||
+		     token_cancelled(j));
 }

@@ -82,28 +82,46 @@ heist__deque_has_public(struct deque *dq)
 	return t < b;
 }
 
+/* Owner only. Push a task privately if the array has room as far as we know (our
+ * cached top may be stale: then the caller refreshes it, or grows, in
+ * heist__deque_push). Returns whether t was pushed. heist_spawn's fast path. */
+static inline bool
+heist__deque_try_push(struct deque *dq, struct task *t)
+{
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	struct deque_array *a = dq->array;
+	if (unlikely(b - dq->top_cache > a->mask))
+		return false;
+	/* relaxed: the slot is private until publish's release store of public_bottom. */
+	atomic_store_explicit(&a->slot[b & a->mask], t, memory_order_relaxed);
+	atomic_store_explicit(&dq->bottom, b + 1, memory_order_relaxed);
+	return true;
+}
+
+/* Owner only: the array looked full to try_push. Refresh our view of top; grow when
+ * it really is full. Returns 0 or ENOMEM (then t is not queued). */
+static inline int
+heist__deque_push_full(struct deque *dq, struct task *t)
+{
+	/* acquire: pairs with a thief's CAS of top, so its read of the slot we are
+	 * about to reuse happens before our write to it. */
+	dq->top_cache = atomic_load_explicit(&dq->top, memory_order_acquire);
+	if (atomic_load_explicit(&dq->bottom, memory_order_relaxed) - dq->top_cache >
+	    dq->array->mask) {
+		int err = heist__deque_grow(dq);
+		if (err)
+			return err;
+	}
+	heist__deque_try_push(dq, t);	/* cannot fail now */
+	return 0;
+}
+
 /* Owner only. Push a task privately. Returns 0, or ENOMEM if the array was full and
  * could not grow (the task is then not queued). */
 static inline int
 heist__deque_push(struct deque *dq, struct task *t)
 {
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
-	struct deque_array *a = dq->array;
-	if (unlikely(b - dq->top_cache > a->mask)) {
-		/* acquire: pairs with a thief's CAS of top, so its read of the slot we
-		 * are about to reuse happens before our write to it. */
-		dq->top_cache = atomic_load_explicit(&dq->top, memory_order_acquire);
-		if (b - dq->top_cache > a->mask) {
-			int err = heist__deque_grow(dq);
-			if (err)
-				return err;
-			a = dq->array;
-		}
-	}
-	/* relaxed: the slot is private until publish's release store of public_bottom. */
-	atomic_store_explicit(&a->slot[b & a->mask], t, memory_order_relaxed);
-	atomic_store_explicit(&dq->bottom, b + 1, memory_order_relaxed);
-	return 0;
+	return likely(heist__deque_try_push(dq, t)) ? 0 : heist__deque_push_full(dq, t);
 }
 
 /* Owner only: DQ_REQUEST | DQ_PROFILE bits. relaxed: a late answer to a request only

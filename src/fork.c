@@ -1,12 +1,12 @@
 /* fork.c - fork-join: spawn, sync, join and run. A spawned task is a record in its
  * parent's stack frame; spawn pushes a pointer to it on the worker's deque, privately
- * (deque.h), and sync pops it back and runs it inline unless a thief took it. The
- * slow paths (publishing, waiting for a thief) are in worker.c. */
+ * (deque.h), and sync pops it back and runs it inline unless a thief took it; then
+ * sync waits for the thief (wait.c). */
 #include <errno.h>
 
-#include "future.h"
 #include "pool.h"
-#include "tsc.h"
+#include "probe.h"
+#include "wait.h"
 #include "worker.h"
 
 /* Run t now, on this thread (outside a worker, or with no room in the deque). */
@@ -14,7 +14,7 @@ static void
 run_at_once(struct task *t)
 {
 	t->result = t->fn(t->arg);
-	/* release: pairs with the acquire load in heist__worker_sync_slow. */
+	/* release: pairs with the acquire load in sync_slow. */
 	atomic_store_explicit(&t->state, TASK_DONE, memory_order_release);
 }
 
@@ -34,7 +34,7 @@ spawn_flagged(struct worker *w, struct task *t)
 static noinline void
 spawn_full(struct worker *w, struct task *t)
 {
-	if (heist__deque_push(&w->dq, t) != 0) {
+	if (heist__deque_push_full(&w->dq, t) != 0) {
 		counter_add(&w->stats.executed, 1);
 		run_at_once(t);
 		return;
@@ -65,19 +65,39 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 		spawn_outside(t);
 		return;
 	}
-	struct deque *dq = &w->dq;
 	counter_add(&w->stats.spawned, 1);
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
-	struct deque_array *a = dq->array;
-	if (unlikely(b - dq->top_cache > a->mask)) {
+	if (unlikely(!heist__deque_try_push(&w->dq, t))) {
 		spawn_full(w, t);
 		return;
 	}
-	/* relaxed: the slot is private until a publish (deque.h). */
-	atomic_store_explicit(&a->slot[b & a->mask], t, memory_order_relaxed);
-	atomic_store_explicit(&dq->bottom, b + 1, memory_order_relaxed);
-	if (unlikely(heist__deque_flags(dq)))
+	if (unlikely(heist__deque_flags(&w->dq)))
 		spawn_flagged(w, t);
+}
+
+/* heist_sync when t was not at the bottom of the deque, or a flag is up. */
+static noinline int
+sync_slow(struct worker *w, struct task *t)
+{
+	for (;;) {
+		/* acquire: pairs with the release store of TASK_DONE (by a thief, or by
+		 * heist_spawn when it had to run t at once). */
+		if (atomic_load_explicit(&t->state, memory_order_acquire) == TASK_DONE)
+			return t->result;
+		struct task *x = heist__worker_pop(w);
+		if (x == t) {
+			counter_add(&w->stats.executed, 1);
+			if (HEIST_PROFILER && unlikely(w->profile))
+				return heist__worker_run_profiled(w, t);
+			return t->fn(t->arg);
+		}
+		if (!x)
+			return heist__wait_stolen(w, t);
+		/* Above t: a job this task submitted to its own deque. A spawned task
+		 * here means syncs came out of order. */
+		assert(atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB &&
+		       "heist_sync: syncs must come in the reverse order of their spawns");
+		heist__worker_run(w, x);
+	}
 }
 
 HEIST_EXPORT int
@@ -94,7 +114,7 @@ heist_sync(heist_task *ht)
 		counter_add(&w->stats.executed, 1);
 		return t->fn(t->arg);
 	}
-	return heist__worker_sync_slow(w, t);
+	return sync_slow(w, t);
 }
 
 HEIST_EXPORT int

@@ -5,14 +5,6 @@
 #include <limits.h>
 #include <time.h>
 
-uint64_t
-heist__now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 #ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -13,7 +13,4 @@ void heist__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeo
 /* Wake up to n threads sleeping on word (INT32_MAX: all). */
 void heist__futex_wake(_Atomic uint32_t *word, int n);
 
-/* Monotonic nanoseconds, for deadlines. */
-uint64_t heist__now_ns(void);
-
 #endif

@@ -1,6 +1,7 @@
 /* future.h - a submitted job: its task record and its future in one record from the
  * per-thread caches (record.h). The pool holds one reference until the job has run
- * or been dropped as cancelled; the caller holds one if it asked for a future. */
+ * or been dropped as cancelled; the caller holds one if it asked for a future.
+ * Submitting is submit.c's, cancelling cancel.c's, waiting wait.c's. */
 #ifndef HEIST_FUTURE_H
 #define HEIST_FUTURE_H
 
@@ -40,17 +41,6 @@ struct heist_future {
 
 static_assert(sizeof(struct heist_future) <= RECORD_BYTES, "a job fits its record");
 
-/* A token, shared by the jobs submitted with it (cancel.c). */
-struct heist_cancel {
-	_Atomic uint32_t refs;
-	/* Set once; read when a worker takes a job and by heist_cancelled. relaxed
-	 * would do for the flag itself; release/acquire so that what the canceller
-	 * wrote before cancelling is visible to a task that sees the flag. */
-	_Atomic bool requested;
-};
-
-void heist__cancel_acquire(struct heist_cancel *c);
-
 /* A queued job with refs = 1 (the pool's) + 1 if with_future. NULL: out of memory. */
 struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);
 
@@ -73,22 +63,10 @@ void heist__job_release(struct heist_future *j);
 static inline bool
 heist__job_done(const struct heist_future *j)
 {
-	/* acquire: pairs with the final release store in future.c, so the task's
-	 * result and writes are visible once this is true. */
+	/* acquire: pairs with the final release store in future.c (finish) and
+	 * cancel.c, so the task's result and writes are visible once this is true. */
 	uint32_t s = atomic_load_explicit((_Atomic uint32_t *)&j->state, memory_order_acquire);
 	return (s & FUT_MASK) >= FUT_DONE;
 }
-
-/* Make j the job heist_cancelled() answers for on this thread (NULL: none) and
- * return the previous one, to restore. A worker clears it around a spawned task it
- * stole or runs while helping: that task belongs to some other job. */
-struct heist_future *heist__job_swap_current(struct heist_future *j);
-
-/* An outside thread's wait: spin briefly, then sleep on the futex. deadline_ns 0:
- * none. Returns whether the job is done. */
-bool heist__job_block(struct heist_future *j, uint64_t deadline_ns);
-
-/* Sleep on the job's futex for at most timeout_ns unless it is done. */
-void heist__job_nap(struct heist_future *j, uint64_t timeout_ns);
 
 #endif

@@ -1,8 +1,10 @@
 /* internal.h - what every source file needs: cache-line size, branch hints, the
- * pause instruction, and owner-only statistics counters. Nothing here is installed. */
+ * pause instruction and the back-off built on it, and owner-only statistics
+ * counters. Nothing here is installed. */
 #ifndef HEIST_INTERNAL_H
 #define HEIST_INTERNAL_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -27,6 +29,27 @@ cpu_relax(void)
 #else
 	__asm__ __volatile__("" ::: "memory");
 #endif
+}
+
+/* Between empty looks for work: a few pauses, never long (a pause is up to ~65 cycles
+ * on recent x86), so that a looker sees new work within a few hundred nanoseconds. */
+static inline void
+heist__backoff(unsigned round)
+{
+	unsigned n = round < 3 ? 1u << round : 8;
+	for (unsigned i = 0; i < n; i++)
+		cpu_relax();
+}
+
+/* After `patience` empty looks: give the core to a thread that may be what we wait
+ * for (a preempted thief, a submitter on an oversubscribed machine). */
+static inline void
+heist__backoff_long(unsigned round, unsigned patience)
+{
+	if (round < patience)
+		heist__backoff(round);
+	else
+		sched_yield();
 }
 
 /* A statistics counter: written only by the worker that owns it, read by any thread

@@ -1,6 +1,7 @@
-/* pool.c - a pool's life: create (workers started, each failure undone), submit,
- * destroy (drain, then stop and join), and the statistics. The loops the workers run
- * are in worker.c; the idle protocol in sleep.c. */
+/* pool.c - a pool's life: create (workers started, each failure undone), destroy
+ * (drain, then stop and join), and what it reports: size, pending tasks, statistics,
+ * placement. Admission and the drain are submit.c's; the loops the workers run are
+ * worker.c's; the idle protocol sleep.c's. */
 #include "pool.h"
 
 #include <errno.h>
@@ -11,32 +12,14 @@
 #include <string.h>
 
 #include "futex.h"
-#include "future.h"
-#include "profile.h"
+#include "probe.h"
+#include "submit.h"
 
 enum {
 	DEFAULT_SPIN = 1024,	/* about 0.3 ms of looking before sleeping */
 	DEQUE_CAPACITY = 1024,
 };
 #define DEFAULT_STACK_SIZE ((size_t)64 << 20)
-
-void
-heist__pool_finished(struct heist_pool *pool, uint64_t n)
-{
-	/* seq_cst: announced before the decrement below, so a destroy that sees live
-	 * reach 0 also sees us here (both seq_cst), and waits for our last access. */
-	atomic_fetch_add_explicit(&pool->finishing, 1, memory_order_seq_cst);
-	/* seq_cst, and seq_cst on shutting: destroy stores shutting and then loads
-	 * live; we change live and then load shutting. One of us sees the other, so
-	 * destroy never sleeps through the last finish. */
-	uint64_t old = atomic_fetch_sub_explicit(&pool->live, n, memory_order_seq_cst);
-	if (old == n && atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
-		atomic_fetch_add_explicit(&pool->drain_seq, 1, memory_order_release);
-		heist__futex_wake(&pool->drain_seq, INT_MAX);
-	}
-	/* release, our last touch of the pool: pairs with destroy's acquire loads. */
-	atomic_fetch_sub_explicit(&pool->finishing, 1, memory_order_release);
-}
 
 /* Stop and join the workers that were started, then free everything. */
 static void
@@ -153,7 +136,7 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 	heist__injector_init(&pool->injector, cfg->injector_limit);
 	pool->profile = HEIST_PROFILER && cfg->profile;
 	if (pool->profile)
-		heist__tsc_calibrate();	/* before any task takes a timestamp */
+		heist__clock_calibrate();	/* before any task takes a timestamp */
 	for (unsigned i = 0; i < pool->slots; i++) {
 		struct worker *w = &pool->workers[i];
 		w->pool = pool;
@@ -166,7 +149,7 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 		w->profile = pool->profile;
 		if (pool->profile)
 			heist__deque_set_profile(&w->dq);
-		w->victims = i < n ? heist__topology_victims(topo, i) : NULL;
+		w->victims = heist__topology_victims(topo, i);
 	}
 	err = start_workers(pool);
 	if (err)
@@ -186,98 +169,8 @@ heist_pool_destroy(heist_pool *pool)
 		      "it would wait for itself forever\n", stderr);
 		abort();
 	}
-	/* seq_cst: see heist__pool_finished and submit_outside. */
-	atomic_store_explicit(&pool->shutting, true, memory_order_seq_cst);
-	for (;;) {
-		uint32_t seq = atomic_load_explicit(&pool->drain_seq, memory_order_acquire);
-		if (atomic_load_explicit(&pool->live, memory_order_seq_cst) == 0)
-			break;
-		heist__futex_wait(&pool->drain_seq, seq, 0);
-	}
-	/* The thread that finished last may still be inside heist__pool_finished: a
-	 * few instructions and a futex wake. acquire: pairs with its release. */
-	while (atomic_load_explicit(&pool->finishing, memory_order_acquire))
-		sched_yield();
+	heist__pool_drain(pool);
 	teardown(pool, pool->n);
-}
-
-static int
-submit_outside(struct heist_pool *pool, struct heist_future *j)
-{
-	/* Count the job, then look at shutting (both seq_cst): destroy stores
-	 * shutting and then loads live, so either it waits for this job or we see
-	 * it shutting down and take the job back. */
-	atomic_fetch_add_explicit(&pool->live, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
-		heist__pool_finished(pool, 1);
-		return ESHUTDOWN;
-	}
-	heist__injector_reserve(&pool->injector);
-	heist__injector_push(&pool->injector, &j->task);
-	heist__sleep_notify(&pool->sleep);
-	return 0;
-}
-
-static int
-submit_local(struct worker *w, struct heist_future *j)
-{
-	/* relaxed: the task we are running is itself counted and is not finished,
-	 * so live cannot reach 0 before this add, and the later subtraction of our
-	 * own finish is ordered after it on the same variable. */
-	atomic_fetch_add_explicit(&w->pool->live, 1, memory_order_relaxed);
-	if (heist__deque_push(&w->dq, &j->task)) {
-		atomic_fetch_sub_explicit(&w->pool->live, 1, memory_order_relaxed);
-		return ENOMEM;
-	}
-	heist__worker_publish(w, 0);
-	return 0;
-}
-
-int
-heist__pool_submit_job(struct heist_pool *pool, struct heist_future *j, heist_future **out)
-{
-	struct worker *w = heist__self;
-	if (HEIST_PROFILER && pool->profile)
-		j->task.created_tsc = heist__tsc();
-	int err = w && w->pool == pool ? submit_local(w, j) : submit_outside(pool, j);
-	if (err) {
-		heist__job_discard(j);
-		return err;
-	}
-	if (out)
-		*out = j;
-	return 0;
-}
-
-HEIST_EXPORT int
-heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_future **out)
-{
-	if (out)
-		*out = NULL;
-	if (!pool || !fn)
-		return EINVAL;
-	struct heist_future *j = heist__job_new(fn, arg, out != NULL);
-	if (!j)
-		return ENOMEM;
-	return heist__pool_submit_job(pool, j, out);
-}
-
-HEIST_EXPORT int
-heist_submit_copy(heist_pool *pool, heist_fn fn, const void *arg, size_t size,
-		  heist_future **out)
-{
-	if (out)
-		*out = NULL;
-	if (!pool || !fn || (!arg && size))
-		return EINVAL;
-	struct heist_future *j = heist__job_new(fn, NULL, out != NULL);
-	if (!j)
-		return ENOMEM;
-	if (heist__job_copy_arg(j, arg, size)) {
-		heist__job_discard(j);
-		return ENOMEM;
-	}
-	return heist__pool_submit_job(pool, j, out);
 }
 
 HEIST_EXPORT unsigned
@@ -361,25 +254,28 @@ heist_pool_placement(const heist_pool *pool, unsigned index, struct heist_placem
 	out->error = w->bind_error;
 	out->bound = !pins ? 0 : w->bind_error ? -1 : 1;
 	heist__topology_cpus(pool->topo, index, out->cpus, sizeof(out->cpus));
+	/* The victims list holds the guest slot, and a flat list the worker itself:
+	 * neither is reported. */
 	const struct victims *v = w->victims;
-	out->nranks = v ? v->nranks : pool->n > 1;
-	size_t k = 0, rank = 0;
-	for (unsigned j = 0; j < pool->n && k < cap; j++) {
-		unsigned victim = j;
-		if (v) {
-			if (j + 1 == pool->n)
-				break;
-			victim = v->order[j];
-			while (j >= v->rank_end[rank])
-				rank++;
-		} else if (j == index) {
-			continue;
+	size_t k = 0;
+	unsigned begin = 0;
+	for (unsigned r = 0; r < v->nranks; r++) {
+		bool any = false;
+		for (unsigned j = begin; j < v->rank_end[r]; j++) {
+			unsigned victim = v->order[j];
+			if (victim == index || victim >= pool->n)
+				continue;
+			any = true;
+			if (k < cap) {
+				if (victims)
+					victims[k] = victim;
+				if (ranks)
+					ranks[k] = out->nranks;
+				k++;
+			}
 		}
-		if (victims)
-			victims[k] = victim;
-		if (ranks)
-			ranks[k] = (unsigned)rank;
-		k++;
+		out->nranks += any;
+		begin = v->rank_end[r];
 	}
 	return 0;
 }

@@ -1,5 +1,6 @@
-/* pool.h - the pool object shared by pool.c (lifetime, submit, statistics) and
- * worker.c (the loops). */
+/* pool.h - the pool object: its lifetime, statistics and placement are pool.c's; the
+ * admission fields (live, shutting, drain_seq, finishing) are submit.c's; the loops
+ * that run on it are worker.c's. */
 #ifndef HEIST_POOL_H
 #define HEIST_POOL_H
 
@@ -29,12 +30,13 @@ struct heist_pool {
 	struct injector injector;
 	struct sleep sleep;
 
-	/* Jobs accepted and not yet finished. Submitters add at once; workers
-	 * subtract in batches (done_unflushed) when they run out of work, so the count
-	 * is never below the truth and reaches 0 only when everything has run. */
+	/* Jobs (and guests) accepted and not yet finished: submit.c, whose comment
+	 * argues the drain. Submitters add at once; workers subtract in batches
+	 * (done_unflushed) when they run out of work, so the count is never below the
+	 * truth and reaches 0 only when everything has run. */
 	CACHE_ALIGNED _Atomic uint64_t live;
 	_Atomic uint32_t drain_seq;	/* destroy sleeps on it while live > 0 */
-	/* Threads inside heist__pool_finished. A thread that is not a worker may be
+	/* Threads inside heist__pool_leave. A thread that is not a worker may be
 	 * the one that brings live to 0, and it still touches the pool after that:
 	 * destroy waits until this is 0 too before it frees anything. */
 	_Atomic uint32_t finishing;
@@ -48,13 +50,5 @@ struct heist_pool {
 	 * slot's deque as the last one left it. */
 	CACHE_ALIGNED _Atomic bool guest_busy;
 };
-
-/* Subtract n finished jobs from live; wakes destroy when that drains the pool. */
-void heist__pool_finished(struct heist_pool *pool, uint64_t n);
-
-/* Queue a new job (heist__job_new) on the pool: on the worker's own deque from one
- * of its workers, else through the injector. On error the job is discarded. */
-int heist__pool_submit_job(struct heist_pool *pool, struct heist_future *j,
-			   heist_future **out);
 
 #endif

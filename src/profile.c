@@ -1,7 +1,8 @@
 /* profile.c - the latency profiler: per-worker sample buffers and log-linear
- * histograms, merged at report time; and the clock's calibration. Workers write only
- * their own buffers (owner-only counters, relaxed: readers take a snapshot), so the
- * hot path has no lock, no allocation and no shared cache line.
+ * histograms, merged at report time. Workers write only their own buffers (owner-only
+ * counters, relaxed: readers take a snapshot), so the hot path has no lock, no
+ * allocation and no shared cache line. The clock and its calibration are clock.c's;
+ * what the scheduler calls to record is declared in probe.h.
  *
  * The histogram is HdrHistogram's idea in its simplest form: values below 256 get a
  * bucket each; above, every power of two is split into 128 equal sub-buckets, so a
@@ -10,16 +11,14 @@
  * samples that overflow go into its histograms and sums: reports fold the kept
  * samples in, so the hot path stays one 32-byte store and a count. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "heist/profile.h"
+#include "clock.h"
 #include "internal.h"
 #include "pool.h"
-#include "profile.h"
-#include "tsc.h"
+#include "probe.h"
 
 enum {
 	SUB_BITS = 7,
@@ -27,11 +26,7 @@ enum {
 	LINEAR = 2 * SUB,		/* values below 256: one bucket each */
 	BUCKETS = LINEAR + (64 - SUB_BITS - 1) * SUB,
 	SAMPLES_PER_WORKER = 1 << 18,	/* 6 MiB of raw samples per worker */
-	CALIBRATE_NS = 20000000,
 };
-
-bool heist__tsc_fallback;
-bool heist__tsc_rdtscp;
 
 struct latency_acc {
 	counter sum, min, max;
@@ -46,107 +41,6 @@ struct profile {
 	_Atomic size_t len;
 	struct heist_profile_sample samples[SAMPLES_PER_WORKER];
 };
-
-/* ---- the clock ---- */
-
-static struct heist_profile_clock the_clock;
-static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
-
-uint64_t
-heist__clock_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t
-raw_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Counter ticks per ns, measured against CLOCK_MONOTONIC_RAW over CALIBRATE_NS. */
-static double
-measure(void)
-{
-	uint64_t t0 = raw_ns(), c0 = heist__tsc();
-	uint64_t t1;
-	do
-		t1 = raw_ns();
-	while (t1 - t0 < CALIBRATE_NS);
-	uint64_t c1 = heist__tsc();
-	return (double)(c1 - c0) / (double)(t1 - t0);
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-
-static void
-calibrate_hw(void)
-{
-	unsigned a, b, c, d;
-	the_clock.name = "tsc";
-	heist__tsc_rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
-	the_clock.invariant = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
-	if (!the_clock.invariant) {
-		/* A TSC that changes speed with power states measures nothing. */
-		heist__tsc_fallback = true;
-		return;
-	}
-	if (__get_cpuid_max(0, NULL) >= 0x15) {
-		__cpuid(0x15, a, b, c, d);
-		if (a && b && c) {	/* crystal Hz * (TSC / crystal ratio) */
-			the_clock.cycles_per_ns = (double)c * b / a / 1e9;
-			the_clock.calibration = 1;
-			return;
-		}
-	}
-	the_clock.cycles_per_ns = measure();
-	the_clock.calibration = 2;
-}
-#elif defined(__aarch64__)
-static void
-calibrate_hw(void)
-{
-	uint64_t hz;
-	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(hz));
-	the_clock.name = "cntvct";
-	the_clock.invariant = 1;	/* the generic timer runs at a fixed frequency */
-	if (hz) {
-		the_clock.cycles_per_ns = (double)hz / 1e9;
-		the_clock.calibration = 1;
-	} else {
-		the_clock.cycles_per_ns = measure();
-		the_clock.calibration = 2;
-	}
-}
-#else
-static void
-calibrate_hw(void)
-{
-	heist__tsc_fallback = true;
-}
-#endif
-
-static void
-calibrate_once(void)
-{
-	calibrate_hw();
-	if (heist__tsc_fallback) {
-		the_clock.name = "clock_gettime";
-		the_clock.cycles_per_ns = 1.0;
-		the_clock.calibration = 0;
-	}
-}
-
-void
-heist__tsc_calibrate(void)
-{
-	pthread_once(&clock_once, calibrate_once);
-}
 
 /* ---- recording ---- */
 
@@ -396,17 +290,17 @@ report(heist_pool *pool, unsigned first, unsigned last, struct heist_latency_rep
 	int err = merge(pool, first, last, &m);
 	if (err)
 		return err;
-	heist__tsc_calibrate();
 	memset(out, 0, sizeof(*out));
-	out->clock = the_clock;
+	out->clock = *heist__clock_info();
 	out->samples_kept = m.kept;
 	out->samples_dropped = m.dropped;
+	out->buffer_samples = SAMPLES_PER_WORKER;
 	for (int k = 0; k < 2; k++) {
 		uint64_t *sorted = sorted_latencies(pool, first, last, k, &m);
 		if (k == 0)
 			out->exact = sorted != NULL || m.count == 0;
 		fill(k ? &out->end_to_end : &out->dispatch, &m, k, sorted,
-		     the_clock.cycles_per_ns);
+		     out->clock.cycles_per_ns);
 		free(sorted);
 	}
 	free(m.hist[0]);
@@ -421,8 +315,7 @@ heist_profile_clock(struct heist_profile_clock *out)
 		return ENOTSUP;
 	if (!out)
 		return EINVAL;
-	heist__tsc_calibrate();
-	*out = the_clock;
+	*out = *heist__clock_info();
 	return 0;
 }
 

@@ -29,6 +29,33 @@ affinity_count(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
+/* The flat list: every slot (the workers and the guest slot after them), one rank.
+ * Shared by the workers of an unpinned pool and by the guest slot: each thief skips
+ * its own index. */
+static int
+make_flat(struct victims *v, unsigned n)
+{
+	v->order = malloc(sizeof(unsigned) * (n + 1));
+	v->rank_end = malloc(sizeof(unsigned));
+	if (!v->order || !v->rank_end)
+		return ENOMEM;
+	for (unsigned i = 0; i <= n; i++)
+		v->order[i] = i;
+	v->rank_end[0] = n + 1;
+	v->nranks = 1;
+	return 0;
+}
+
+static void
+free_flat(struct victims *v)
+{
+	free(v->order);
+	free(v->rank_end);
+}
+
+#ifdef HEIST_HAVE_HWLOC
+#include <hwloc.h>
+
 static void
 free_victims(struct victims *v, unsigned n)
 {
@@ -41,15 +68,13 @@ free_victims(struct victims *v, unsigned n)
 	free(v);
 }
 
-#ifdef HEIST_HAVE_HWLOC
-#include <hwloc.h>
-
 struct topology {
 	hwloc_topology_t topo;
 	enum heist_pin pin;
 	unsigned n;
 	hwloc_obj_t *place;		/* per worker: its core or PU; NULL unpinned */
-	struct victims *victims;	/* per worker; NULL: flat */
+	struct victims *victims;	/* per worker; NULL: everyone uses flat */
+	struct victims flat;
 };
 
 /* The CPUs workers may use: hwloc's allowed set, and on the real machine the
@@ -93,15 +118,16 @@ cmp_desc(const void *a, const void *b)
 	return y - x;
 }
 
-/* Worker i's victims: every other worker, grouped by common-ancestor depth. The
- * order within a group is chosen at random on each steal round (worker.c). */
+/* Worker i's victims: every other worker, grouped by common-ancestor depth, and the
+ * guest slot (index n) as a last rank of its own. The order within a group is chosen
+ * at random on each steal round (steal.c). */
 static int
 rank_victims(struct topology *t, unsigned i, struct victims *v)
 {
 	unsigned n = t->n;
 	int *depth = malloc(sizeof(int) * n), *levels = malloc(sizeof(int) * n);
-	v->order = malloc(sizeof(unsigned) * (n ? n - 1 : 1));
-	v->rank_end = malloc(sizeof(unsigned) * (n ? n - 1 : 1));
+	v->order = malloc(sizeof(unsigned) * n);
+	v->rank_end = malloc(sizeof(unsigned) * n);
 	if (!depth || !levels || !v->order || !v->rank_end) {
 		free(depth);
 		free(levels);
@@ -130,7 +156,9 @@ rank_victims(struct topology *t, unsigned i, struct victims *v)
 				v->order[m++] = j;
 		v->rank_end[k] = m;
 	}
-	v->nranks = nl;
+	v->order[m++] = n;	/* the guest slot */
+	v->rank_end[nl] = m;
+	v->nranks = nl + 1;
 	free(depth);
 	free(levels);
 	return 0;
@@ -177,6 +205,10 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	if (*threads && pin == HEIST_PIN_NONE && !heist__topology_synthetic) {
 		/* Nothing to ask hwloc: loading a topology costs ~3.5 MiB of peak RSS
 		 * and a few milliseconds. One flat rank. */
+		if (make_flat(&t->flat, t->n)) {
+			heist__topology_free(t);
+			return ENOMEM;
+		}
 		*out = t;
 		return 0;
 	}
@@ -200,6 +232,8 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 			*threads = HEIST_MAX_THREADS;
 	}
 	t->n = *threads;
+	if (!err)
+		err = make_flat(&t->flat, t->n);
 	if (!err && pin != HEIST_PIN_NONE)
 		err = place_workers(t, usable);
 	hwloc_bitmap_free(usable);
@@ -217,6 +251,7 @@ heist__topology_free(struct topology *t)
 	if (!t)
 		return;
 	free_victims(t->victims, t->n);
+	free_flat(&t->flat);
 	free(t->place);
 	if (t->topo)
 		hwloc_topology_destroy(t->topo);
@@ -226,7 +261,7 @@ heist__topology_free(struct topology *t)
 const struct victims *
 heist__topology_victims(const struct topology *t, unsigned i)
 {
-	return t && t->victims ? &t->victims[i] : NULL;
+	return t->victims && i < t->n ? &t->victims[i] : &t->flat;
 }
 
 int
@@ -239,14 +274,9 @@ heist__topology_bind(struct topology *t, unsigned i)
 	return 0;
 }
 
-void
-heist__topology_cpus(const struct topology *t, unsigned i, char *buf, size_t len)
+static void
+format_cpus(const struct topology *t, unsigned i, char *buf, size_t len)
 {
-	if (!t || !t->place) {
-		if (len)
-			buf[0] = '\0';
-		return;
-	}
 	hwloc_bitmap_list_snprintf(buf, len, t->place[i]->cpuset);
 }
 
@@ -261,6 +291,7 @@ heist__topology_pins(const struct topology *t)
 struct topology {
 	unsigned n;
 	int *cpu;	/* per worker: the CPU it is bound to; NULL unpinned */
+	struct victims flat;
 };
 
 int
@@ -277,6 +308,10 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	if (*threads > HEIST_MAX_THREADS)
 		*threads = HEIST_MAX_THREADS;
 	t->n = *threads;
+	if (make_flat(&t->flat, t->n)) {
+		heist__topology_free(t);
+		return ENOMEM;
+	}
 	cpu_set_t set;
 	if (pin != HEIST_PIN_NONE && sched_getaffinity(0, sizeof(set), &set) == 0) {
 		int cpus[CPU_SETSIZE], count = 0;
@@ -284,7 +319,7 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 			if (CPU_ISSET(c, &set))
 				cpus[count++] = c;
 		if (count && !(t->cpu = malloc(sizeof(int) * t->n))) {
-			free(t);
+			heist__topology_free(t);
 			return ENOMEM;
 		}
 		for (unsigned i = 0; count && i < t->n; i++)
@@ -298,17 +333,18 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 void
 heist__topology_free(struct topology *t)
 {
-	if (t)
-		free(t->cpu);
+	if (!t)
+		return;
+	free(t->cpu);
+	free_flat(&t->flat);
 	free(t);
 }
 
 const struct victims *
 heist__topology_victims(const struct topology *t, unsigned i)
 {
-	(void)t;
 	(void)i;
-	return NULL;
+	return &t->flat;
 }
 
 int
@@ -322,14 +358,9 @@ heist__topology_bind(struct topology *t, unsigned i)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-void
-heist__topology_cpus(const struct topology *t, unsigned i, char *buf, size_t len)
+static void
+format_cpus(const struct topology *t, unsigned i, char *buf, size_t len)
 {
-	if (!t || !t->cpu) {
-		if (len)
-			buf[0] = '\0';
-		return;
-	}
 	snprintf(buf, len, "%d", t->cpu[i]);
 }
 
@@ -339,3 +370,12 @@ heist__topology_pins(const struct topology *t)
 	return t && t->cpu;
 }
 #endif
+
+void
+heist__topology_cpus(const struct topology *t, unsigned i, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	if (heist__topology_pins(t))
+		format_cpus(t, i, buf, len);
+}

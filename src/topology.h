@@ -1,6 +1,7 @@
 /* topology.h - where workers run and whom they steal from: the worker count for
  * threads == 0, each worker's CPU set under a pin policy, and each worker's victims
- * ranked by distance (hwloc), or one flat rank without hwloc or without pinning. */
+ * ranked by distance (hwloc), or one flat rank without hwloc or without pinning. The
+ * steal loop over them is steal.c's. */
 #ifndef HEIST_TOPOLOGY_H
 #define HEIST_TOPOLOGY_H
 
@@ -11,7 +12,9 @@
 
 struct topology;
 
-/* Victims of one worker: order[0..n) nearest first, rank k ends at rank_end[k]. */
+/* Victims of one thief: slot indices (workers, then the guest slot at index n),
+ * nearest rank first; rank k ends at order[rank_end[k]]. A list may hold the thief's
+ * own index (the flat one holds every slot): thieves skip it. */
 struct victims {
 	unsigned *order;
 	unsigned *rank_end;
@@ -27,7 +30,8 @@ extern const char *heist__topology_synthetic;
 int heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin);
 void heist__topology_free(struct topology *t);
 
-/* Victims of worker i, or NULL: one flat rank (choose uniformly at random). */
+/* Victims of slot i: ranked for a worker of a pinned pool, else the flat list of
+ * every slot, one rank (choose uniformly at random). Never NULL. */
 const struct victims *heist__topology_victims(const struct topology *t, unsigned i);
 
 /* The calling thread is worker i: bind it. 0 when bound or not pinned, else errno. */

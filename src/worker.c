@@ -1,8 +1,8 @@
-/* worker.c - the worker loop and the helping loops. In order of preference a worker
- * takes: the bottom of its own deque, a batch from the injector, one task stolen from
- * the top of a random victim's deque; after `spin` empty rounds it sleeps (sleep.h).
- * Waits inside a worker (a stolen sync, a future) never block the thread: they run
- * other work, stealing back from the thief first (leapfrogging, Wagner and Calder).
+/* worker.c - the worker loop. In order of preference a worker takes: the bottom of its
+ * own deque, a batch from the injector, one task stolen from a victim (steal.c); after
+ * `spin` empty rounds it sleeps (sleep.h). Also running a task taken from a queue, and
+ * the guest slot through which an outside heist_for_each caller takes part. Waits
+ * inside a task (a stolen sync, a future) are wait.c's.
  *
  * RCU: workers are registered readers of liburcu's QSBR flavor. Its read side costs
  * nothing at all, which matters because every steal reads a victim's array; the price
@@ -13,62 +13,28 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "futex.h"
 #include "future.h"
 #include "pool.h"
-#include "profile.h"
+#include "probe.h"
+#include "steal.h"
+#include "submit.h"
 
 __thread struct worker *heist__self __attribute__((tls_model("initial-exec")));
 
 enum {
 	BATCH_MAX = 32,		/* injector tasks taken at once */
-	STEAL_RETRIES = 4,	/* tries on one victim that keeps losing CAS races */
-	NAP_AFTER = 64,		/* empty helping rounds before a waiting worker naps */
-	NAP_NS = 100000,	/* and for how long, at most, before it looks again */
 };
 
-static uint32_t
-rng_next(struct worker *w)
-{
-	/* xorshift64*: a victim choice needs speed, not quality. */
-	uint64_t x = w->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	w->rng = x;
-	return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 32);
-}
-
-/* Between empty looks for work: a few pauses, never long (a pause is up to ~65 cycles
- * on recent x86), so that a worker sees new work within a few hundred nanoseconds. */
-static void
-backoff(unsigned round)
-{
-	unsigned n = round < 3 ? 1u << round : 8;
-	for (unsigned i = 0; i < n; i++)
-		cpu_relax();
-}
-
-/* After many empty looks: give the core to a thread that may be what we wait for
- * (a preempted thief, a submitter on an oversubscribed machine). */
-static void
-backoff_long(unsigned round, unsigned patience)
-{
-	if (round < patience)
-		backoff(round);
-	else
-		sched_yield();
-}
-
-static void
-flush_done(struct worker *w)
+void
+heist__worker_flush_done(struct worker *w)
 {
 	if (w->done_unflushed) {
-		heist__pool_finished(w->pool, w->done_unflushed);
+		heist__pool_leave(w->pool, w->done_unflushed);
 		w->done_unflushed = 0;
 	}
 }
@@ -103,72 +69,15 @@ heist__worker_run(struct worker *w, struct task *t)
 	/* relaxed: a hint for the owner's leapfrogging, not a publication. */
 	atomic_store_explicit(&t->thief, w, memory_order_relaxed);
 	/* The task belongs to another job than any this thread may be waiting in. */
-	struct heist_future *outer = heist__job_swap_current(NULL);
+	struct heist_future *outer = heist__current_job_swap(NULL);
 	if (HEIST_PROFILER && unlikely(w->profile))
 		t->result = heist__worker_run_profiled(w, t);	/* recorded before DONE */
 	else
 		t->result = t->fn(t->arg);
-	heist__job_swap_current(outer);
+	heist__current_job_swap(outer);
 	/* release: publishes result (and the task's writes) to the owner's acquire
 	 * load in heist_sync. After this store the task record may be gone. */
 	atomic_store_explicit(&t->state, TASK_DONE, memory_order_release);
-}
-
-static struct task *
-steal_from(struct worker *w, struct worker *victim)
-{
-	for (int i = 0; i < STEAL_RETRIES; i++) {
-		struct task *t;
-		counter_add(&w->stats.steal_attempts, 1);
-		switch (heist__deque_steal(&victim->dq, &t)) {
-		case STEAL_OK:
-			counter_add(&w->stats.stolen, 1);
-			return t;
-		case STEAL_EMPTY:
-			return NULL;
-		case STEAL_ABORT:
-			cpu_relax();
-			break;
-		}
-	}
-	return NULL;
-}
-
-/* One pass over ranked victims: nearer ranks first, a random start in each. */
-static struct task *
-steal_ranked(struct worker *w, const struct victims *v)
-{
-	unsigned begin = 0;
-	for (unsigned r = 0; r < v->nranks; r++) {
-		unsigned size = v->rank_end[r] - begin, k = rng_next(w) % size;
-		for (unsigned i = 0; i < size; i++) {
-			unsigned victim = v->order[begin + (k + i) % size];
-			struct task *t = steal_from(w, &w->pool->workers[victim]);
-			if (t)
-				return t;
-		}
-		begin = v->rank_end[r];
-	}
-	return steal_from(w, &w->pool->workers[w->pool->n]);	/* the guest slot */
-}
-
-/* One pass over every other worker, from a random one on. */
-static struct task *
-steal_round(struct worker *w)
-{
-	struct heist_pool *pool = w->pool;
-	unsigned n = pool->slots;	/* the guest slot is a victim too */
-	if (w->victims)
-		return steal_ranked(w, w->victims);
-	unsigned v = rng_next(w) % n;
-	for (unsigned i = 0; i < n; i++, v = v + 1 == n ? 0 : v + 1) {
-		if (v == w->index)
-			continue;
-		struct task *t = steal_from(w, &pool->workers[v]);
-		if (t)
-			return t;
-	}
-	return NULL;
 }
 
 /* Take a batch from the injector: run the first, queue the rest (publicly, so the
@@ -200,14 +109,14 @@ take_injector(struct worker *w)
 	return batch[0];
 }
 
-static struct task *
-find_work(struct worker *w)
+struct task *
+heist__worker_find_work(struct worker *w)
 {
 	struct task *t = heist__worker_pop(w);
 	if (!t)
 		t = take_injector(w);
 	if (!t)
-		t = steal_round(w);
+		t = heist__steal_round(w);
 	return t;
 }
 
@@ -272,13 +181,13 @@ next_task(struct worker *w)
 		t = take_injector(w);
 	if (t)
 		return t;
-	flush_done(w);
+	heist__worker_flush_done(w);
 	heist__sleep_start_search(&pool->sleep);
 	for (;;) {
 		for (unsigned round = 0; round < pool->spin; round++) {
 			t = take_injector(w);
 			if (!t)
-				t = steal_round(w);
+				t = heist__steal_round(w);
 			if (t) {
 				stop_searching(pool);
 				return t;
@@ -290,7 +199,7 @@ next_task(struct worker *w)
 				return NULL;
 			}
 			urcu_qsbr_quiescent_state();
-			backoff_long(round, pool->spin / 2);
+			heist__backoff_long(round, pool->spin / 2);
 		}
 		heist__sleep_prepare(&pool->sleep, w->index);
 		if (work_visible(pool)) {
@@ -327,7 +236,7 @@ heist__worker_main(void *arg)
 		heist__worker_run(w, t);
 		urcu_qsbr_quiescent_state();
 	}
-	flush_done(w);
+	heist__worker_flush_done(w);
 	urcu_qsbr_unregister_thread();
 	heist__self = NULL;
 	return NULL;
@@ -337,26 +246,21 @@ bool
 heist__worker_guest_enter(struct heist_pool *pool, int *err)
 {
 	*err = 0;
-	bool free_slot = false;
-	/* relaxed peek first; acquire on success: see pool.h. */
-	if (atomic_load_explicit(&pool->guest_busy, memory_order_relaxed) ||
-	    !atomic_compare_exchange_strong_explicit(&pool->guest_busy, &free_slot, true,
-						     memory_order_acquire,
-						     memory_order_relaxed))
-		return false;
 	/* A thread that is already a QSBR reader of its own (the application's) must
-	 * not be registered twice, nor have quiescent states reported for it. */
-	if (urcu_qsbr_read_ongoing()) {
-		atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
+	 * not be registered twice, nor have quiescent states reported for it. A busy
+	 * slot (relaxed peek) sends the caller to heist_run at once. */
+	if (urcu_qsbr_read_ongoing() ||
+	    atomic_load_explicit(&pool->guest_busy, memory_order_relaxed))
 		return false;
-	}
-	/* Counted as a live job, so destroy waits for the guest (see submit_outside). */
-	atomic_fetch_add_explicit(&pool->live, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
-		/* Free the slot first: once live may reach 0, destroy may free it. */
-		atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
-		heist__pool_finished(pool, 1);
-		*err = ESHUTDOWN;
+	/* Counted as a live job, so destroy waits for the guest (submit.c). */
+	if ((*err = heist__pool_enter(pool)))
+		return false;
+	bool free_slot = false;
+	/* acquire on success: see pool.h. */
+	if (!atomic_compare_exchange_strong_explicit(&pool->guest_busy, &free_slot, true,
+						     memory_order_acquire,
+						     memory_order_relaxed)) {
+		heist__pool_leave(pool, 1);
 		return false;
 	}
 	urcu_qsbr_register_thread();	/* it will read other deques' arrays */
@@ -368,102 +272,11 @@ void
 heist__worker_guest_leave(struct heist_pool *pool)
 {
 	struct worker *g = &pool->workers[pool->n];
-	flush_done(g);
+	heist__worker_flush_done(g);
 	heist__self = NULL;
 	urcu_qsbr_unregister_thread();
-	/* release: pairs with the next guest's acquire CAS. Before the last finish:
+	/* release: pairs with the next guest's acquire CAS. Before the last leave:
 	 * once live may reach 0, destroy may free the pool. */
 	atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
-	heist__pool_finished(pool, 1);
-}
-
-/* Wait for a spawned task that a thief took: steal back from the thief first (its
- * deque holds t's children), then anything. Never sleeps: the thief is running. */
-static int
-wait_stolen(struct worker *w, struct task *t)
-{
-	unsigned idle = 0;
-	/* acquire: pairs with the thief's release store of TASK_DONE. */
-	while (atomic_load_explicit(&t->state, memory_order_acquire) != TASK_DONE) {
-		struct worker *thief = atomic_load_explicit(&t->thief, memory_order_relaxed);
-		struct task *x = NULL;
-		if (thief && thief != w)
-			x = steal_from(w, thief);
-		if (!x)
-			x = find_work(w);
-		if (x) {
-			heist__worker_run(w, x);
-			idle = 0;
-			continue;
-		}
-		urcu_qsbr_quiescent_state();
-		backoff_long(idle, 256);
-		idle += idle < 256;
-	}
-	return t->result;
-}
-
-int
-heist__worker_sync_slow(struct worker *w, struct task *t)
-{
-	for (;;) {
-		/* acquire: pairs with the release store of TASK_DONE (by a thief, or by
-		 * heist_spawn when it had to run t at once). */
-		if (atomic_load_explicit(&t->state, memory_order_acquire) == TASK_DONE)
-			return t->result;
-		struct task *x = heist__worker_pop(w);
-		if (x == t) {
-			counter_add(&w->stats.executed, 1);
-			if (HEIST_PROFILER && unlikely(w->profile))
-				return heist__worker_run_profiled(w, t);
-			return t->fn(t->arg);
-		}
-		if (!x)
-			return wait_stolen(w, t);
-		/* Above t: a job this task submitted to its own deque. A spawned task
-		 * here means syncs came out of order. */
-		assert(atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB &&
-		       "heist_sync: syncs must come in the reverse order of their spawns");
-		heist__worker_run(w, x);
-	}
-}
-
-bool
-heist__worker_wait_job_until(struct worker *w, struct heist_future *j, uint64_t deadline_ns)
-{
-	unsigned idle = 0;
-	while (!heist__job_done(j)) {
-		struct task *x = find_work(w);
-		if (x) {
-			heist__worker_run(w, x);
-			idle = 0;
-			continue;
-		}
-		uint64_t nap = NAP_NS;
-		if (deadline_ns) {
-			uint64_t now = heist__now_ns();
-			if (now >= deadline_ns)
-				return false;
-			if (deadline_ns - now < nap)
-				nap = deadline_ns - now;
-		}
-		urcu_qsbr_quiescent_state();
-		if (idle < NAP_AFTER) {
-			backoff(idle++);
-			continue;
-		}
-		/* Nothing to do but wait: sleep on the future, looking for new work
-		 * again every NAP_NS. */
-		flush_done(w);
-		urcu_qsbr_thread_offline();
-		heist__job_nap(j, nap);
-		urcu_qsbr_thread_online();
-	}
-	return true;
-}
-
-void
-heist__worker_wait_job(struct worker *w, struct heist_future *j)
-{
-	heist__worker_wait_job_until(w, j, 0);
+	heist__pool_leave(pool, 1);
 }

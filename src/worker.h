@@ -1,5 +1,6 @@
-/* worker.h - a worker thread: its deque, its statistics, and the loops that find
- * work for it (the main loop, and the helping loops of sync and future waits). */
+/* worker.h - a worker thread (worker.c): its deque, its statistics, the main loop
+ * that finds it work, running a task it took, and the guest slot. Victim choice is
+ * steal.c's, waiting wait.c's, sleeping sleep.c's. */
 #ifndef HEIST_WORKER_H
 #define HEIST_WORKER_H
 
@@ -29,7 +30,7 @@ struct worker {
 			wakes;
 	} stats;
 	pthread_t thread;
-	const struct victims *victims;	/* ranked victims, or NULL: uniform */
+	const struct victims *victims;	/* whom to steal from (topology.h) */
 	int bind_error;			/* written before pool create returns */
 };
 
@@ -39,7 +40,8 @@ extern __thread struct worker *heist__self __attribute__((tls_model("initial-exe
 
 void *heist__worker_main(void *arg);
 
-/* Run a spawned task inline under the profiler (heist_sync when the pool profiles). */
+/* Run a spawned task inline under the profiler (heist_sync when the pool profiles).
+ * Counts nothing. */
 int heist__worker_run_profiled(struct worker *w, struct task *t);
 
 /* Run any task taken from a queue: a stolen spawned task or a job. */
@@ -61,8 +63,12 @@ heist__worker_pop(struct worker *w)
 	return heist__deque_pop(&w->dq);
 }
 
-/* heist_sync's slow path: t was not at the bottom of the deque. */
-int heist__worker_sync_slow(struct worker *w, struct task *t);
+/* A task for a worker that is out of its own: the bottom of its deque, a batch from
+ * the injector, or one stolen task. NULL if there is none right now. */
+struct task *heist__worker_find_work(struct worker *w);
+
+/* Report the jobs w finished to the pool's count (submit.c), before w idles. */
+void heist__worker_flush_done(struct worker *w);
 
 /* An outside thread takes the pool's guest slot for the length of a heist_for_each:
  * it becomes a worker without a thread of its own (heist__self points at the slot),
@@ -74,10 +80,5 @@ int heist__worker_sync_slow(struct worker *w, struct task *t);
  * heist_for_each from outside. */
 bool heist__worker_guest_enter(struct heist_pool *pool, int *err);
 void heist__worker_guest_leave(struct heist_pool *pool);
-
-/* Helping waits for a job: run other work until it is done. */
-void heist__worker_wait_job(struct worker *w, struct heist_future *j);
-bool heist__worker_wait_job_until(struct worker *w, struct heist_future *j,
-				  uint64_t deadline_ns);
 
 #endif

@@ -28,7 +28,7 @@
 
 #include "heist/heist.h"
 #include "heist/profile.h"
-#include "tsc.h"	/* heist__tsc(), HEIST_PROFILER */
+#include "probe.h"	/* heist__tsc(), HEIST_PROFILER */
 
 enum {
 	/* profile.c keeps this many samples per worker; beyond, only histograms count. */

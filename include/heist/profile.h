@@ -56,6 +56,8 @@ struct heist_latency_report {
 	uint64_t samples_kept;	/**< samples still in the buffers (for traces) */
 	uint64_t samples_dropped; /**< samples counted only in the histograms */
 	int exact;		/**< 1 if the percentiles come from every sample */
+	uint64_t buffer_samples; /**< samples each worker's buffer keeps before it
+				      overflows into the histograms (@since 0.1) */
 };
 
 /** Which distribution heist_profile_percentiles reads. */

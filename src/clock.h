@@ -1,6 +1,7 @@
-/* tsc.h - the profiler's timestamps: the x86 time-stamp counter, the aarch64 virtual
- * counter, or CLOCK_MONOTONIC nanoseconds where neither is usable (profile.c decides
- * once, at calibration, and says which in the report).
+/* clock.h - every clock heist reads: CLOCK_MONOTONIC nanoseconds for deadlines and
+ * timed waits, and the profiler's timestamps: the x86 time-stamp counter, the aarch64
+ * virtual counter, or CLOCK_MONOTONIC nanoseconds where neither is usable (clock.c
+ * decides once, at calibration, and says which through heist__clock_info()).
  *
  * Ordering: heist__tsc() is a plain rdtsc, for creation and start stamps, where being
  * off by the few dozen cycles the CPU may reorder it is nothing beside the latencies
@@ -8,29 +9,29 @@
  * finish but, unlike lfence; rdtsc, does not stop the ones after it: the lfence form
  * cost about 9 ns a stamp on a 500-iteration task (its floating-point chain could no
  * longer overlap the code that follows), W8 +14% instead of the 10% allowed. */
-#ifndef HEIST_TSC_H
-#define HEIST_TSC_H
+#ifndef HEIST_CLOCK_H
+#define HEIST_CLOCK_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#ifndef HEIST_PROFILER
-#define HEIST_PROFILER 1
-#endif
+#include "heist/profile.h"
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC), for deadlines. */
+uint64_t heist__now_ns(void);
 
 /* true once calibration found no usable hardware counter. Written once, before any
- * pool profiles (pthread_once in profile.c orders it), then only read. */
+ * pool profiles (pthread_once in clock.c orders it), then only read. */
 extern bool heist__tsc_fallback;
 /* x86: the CPU has rdtscp (CPUID 0x80000001 EDX bit 27). Set with the above. */
 extern bool heist__tsc_rdtscp;
 
-uint64_t heist__clock_ns(void);
-
+/* The counter's raw value: a start stamp (may be reordered by a few cycles). */
 static inline uint64_t
 heist__tsc(void)
 {
 	if (heist__tsc_fallback)
-		return heist__clock_ns();
+		return heist__now_ns();
 #if defined(__x86_64__) || defined(__i386__)
 	uint32_t lo, hi;
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
@@ -40,7 +41,7 @@ heist__tsc(void)
 	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v)::"memory");
 	return v;
 #else
-	return heist__clock_ns();
+	return heist__now_ns();
 #endif
 }
 
@@ -48,10 +49,10 @@ heist__tsc(void)
 static inline uint64_t
 heist__tsc_end(void)
 {
-	if (heist__tsc_fallback)
-		return heist__clock_ns();
 #if defined(__x86_64__) || defined(__i386__)
 	uint32_t lo, hi, aux;
+	if (heist__tsc_fallback)
+		return heist__now_ns();
 	if (heist__tsc_rdtscp)
 		__asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux)::"memory");
 	else
@@ -59,14 +60,20 @@ heist__tsc_end(void)
 	return ((uint64_t)hi << 32) | lo;
 #elif defined(__aarch64__)
 	uint64_t v;
+	if (heist__tsc_fallback)
+		return heist__now_ns();
 	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v)::"memory");
 	return v;
 #else
-	return heist__clock_ns();
+	return heist__now_ns();
 #endif
 }
 
-/* Calibrate once per process (about 20 ms the first time). Any thread. */
-void heist__tsc_calibrate(void);
+/* Calibrate the counter once per process (about 20 ms the first time). Any thread;
+ * every pool that profiles calls it before its first timestamp. */
+void heist__clock_calibrate(void);
+
+/* The calibrated counter, for reports. Calibrates first if needed. */
+const struct heist_profile_clock *heist__clock_info(void);
 
 #endif

@@ -1,0 +1,117 @@
+/* clock.c - the clocks of clock.h: monotonic nanoseconds, and the calibration of the
+ * profiler's counter (its rate from CPUID leaf 0x15 or cntfrq_el0, else measured
+ * against CLOCK_MONOTONIC_RAW; the clock_gettime fallback where the counter is not
+ * invariant). The profiler's buffers and reports are in profile.c. */
+#include "clock.h"
+
+#include <pthread.h>
+#include <time.h>
+
+enum { CALIBRATE_NS = 20000000 };
+
+bool heist__tsc_fallback;
+bool heist__tsc_rdtscp;
+
+static struct heist_profile_clock the_clock;
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+
+static uint64_t
+read_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+heist__now_ns(void)
+{
+	return read_ns(CLOCK_MONOTONIC);
+}
+
+/* Counter ticks per ns, measured against CLOCK_MONOTONIC_RAW over CALIBRATE_NS. */
+static double
+measure(void)
+{
+	uint64_t t0 = read_ns(CLOCK_MONOTONIC_RAW), c0 = heist__tsc();
+	uint64_t t1;
+	do
+		t1 = read_ns(CLOCK_MONOTONIC_RAW);
+	while (t1 - t0 < CALIBRATE_NS);
+	uint64_t c1 = heist__tsc();
+	return (double)(c1 - c0) / (double)(t1 - t0);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static void
+calibrate_hw(void)
+{
+	unsigned a, b, c, d;
+	the_clock.name = "tsc";
+	heist__tsc_rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+	the_clock.invariant = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+	if (!the_clock.invariant) {
+		/* A TSC that changes speed with power states measures nothing. */
+		heist__tsc_fallback = true;
+		return;
+	}
+	if (__get_cpuid_max(0, NULL) >= 0x15) {
+		__cpuid(0x15, a, b, c, d);
+		if (a && b && c) {	/* crystal Hz * (TSC / crystal ratio) */
+			the_clock.cycles_per_ns = (double)c * b / a / 1e9;
+			the_clock.calibration = 1;
+			return;
+		}
+	}
+	the_clock.cycles_per_ns = measure();
+	the_clock.calibration = 2;
+}
+#elif defined(__aarch64__)
+static void
+calibrate_hw(void)
+{
+	uint64_t hz;
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(hz));
+	the_clock.name = "cntvct";
+	the_clock.invariant = 1;	/* the generic timer runs at a fixed frequency */
+	if (hz) {
+		the_clock.cycles_per_ns = (double)hz / 1e9;
+		the_clock.calibration = 1;
+	} else {
+		the_clock.cycles_per_ns = measure();
+		the_clock.calibration = 2;
+	}
+}
+#else
+static void
+calibrate_hw(void)
+{
+	heist__tsc_fallback = true;
+}
+#endif
+
+static void
+calibrate_once(void)
+{
+	calibrate_hw();
+	if (heist__tsc_fallback) {
+		the_clock.name = "clock_gettime";
+		the_clock.cycles_per_ns = 1.0;
+		the_clock.calibration = 0;
+	}
+}
+
+void
+heist__clock_calibrate(void)
+{
+	pthread_once(&clock_once, calibrate_once);
+}
+
+const struct heist_profile_clock *
+heist__clock_info(void)
+{
+	heist__clock_calibrate();
+	return &the_clock;
+}
