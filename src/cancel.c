@@ -103,8 +103,8 @@ heist__job_take(struct heist_future *j)
 		 * (deque publish or injector link, release/acquire), and nothing else
 		 * is published through the state before RUNNING. A CAS because a
 		 * cancel may race us: exactly one of the two wins. */
-		if (atomic_compare_exchange_weak_explicit(&j->state, &s,
-							  (s & FUT_WAITERS) | FUT_RUNNING,
+		uint32_t keep = s & (FUT_WAITERS | FUT_CANCEL_ASKED);
+		if (atomic_compare_exchange_weak_explicit(&j->state, &s, keep | FUT_RUNNING,
 							  memory_order_relaxed,
 							  memory_order_relaxed))
 			return true;
@@ -118,9 +118,10 @@ heist_future_cancel(heist_future *f)
 	if (!f)
 		return;
 	/* relaxed: a request for heist_cancelled inside the running job, not a
-	 * publication (heist.h promises no ordering for a running job's view). */
-	atomic_store_explicit(&f->cancel_requested, true, memory_order_relaxed);
-	uint32_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+	 * publication (heist.h promises no ordering for a running job's view). It
+	 * changes the futex word: sleepers wake or do not sleep, and look again. */
+	uint32_t s = atomic_fetch_or_explicit(&f->state, FUT_CANCEL_ASKED,
+					      memory_order_relaxed) | FUT_CANCEL_ASKED;
 	/* Queued: it never runs. The worker that later takes it sees CANCELLED in
 	 * heist__job_take and skips it. Running or done: nothing more to do. */
 	while ((s & FUT_MASK) == FUT_QUEUED && !cancel_queued(f, &s))
@@ -132,6 +133,7 @@ heist_cancelled(void)
 {
 	struct heist_future *j = current_job;
 	/* relaxed: see heist_future_cancel. */
-	return j && (atomic_load_explicit(&j->cancel_requested, memory_order_relaxed) ||
+	return j && ((atomic_load_explicit(&j->state, memory_order_relaxed) &
+		      FUT_CANCEL_ASKED) ||
 		     token_cancelled(j));
 }

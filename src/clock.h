@@ -20,6 +20,18 @@
 /* Monotonic nanoseconds (CLOCK_MONOTONIC), for deadlines. */
 uint64_t heist__now_ns(void);
 
+/* A deadline that never comes. */
+#define HEIST_NEVER UINT64_MAX
+
+/* The heist__now_ns() time timeout_ns from now; HEIST_NEVER when that is at or past
+ * the end of the clock's range (a timeout that large means "forever"). */
+static inline uint64_t
+heist__deadline_after(uint64_t timeout_ns)
+{
+	uint64_t now = heist__now_ns();
+	return timeout_ns >= HEIST_NEVER - now ? HEIST_NEVER : now + timeout_ns;
+}
+
 /* true once calibration found no usable hardware counter. Written once, before any
  * pool profiles (pthread_once in clock.c orders it), then only read. */
 extern bool heist__tsc_fallback;

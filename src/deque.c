@@ -13,18 +13,14 @@ array_new(size_t capacity)
 	struct deque_array *a = malloc(sizeof(*a) + capacity * sizeof(a->slot[0]));
 	if (!a)
 		return NULL;
+	a->retired_next = NULL;
 	a->mask = (int64_t)capacity - 1;
 	return a;
 }
 
-static void
-array_free_rcu(struct rcu_head *head)
-{
-	free(caa_container_of(head, struct deque_array, rcu));
-}
-
 int
-heist__deque_init(struct deque *dq, size_t capacity)
+heist__deque_init(struct deque *dq, size_t capacity, const struct hazard *hazards,
+		  unsigned nhazards)
 {
 	size_t cap = 2;
 	while (cap < capacity)
@@ -39,23 +35,61 @@ heist__deque_init(struct deque *dq, size_t capacity)
 	dq->owner_flags = 0;
 	atomic_init(&dq->shared_array, a);
 	dq->array = a;
+	dq->retired = NULL;
 	dq->public_cache = 0;
 	dq->top_cache = 0;
-	dq->grows = 0;
+	dq->hazards = hazards;
+	dq->nhazards = nhazards;
 	return 0;
 }
 
 void
 heist__deque_fini(struct deque *dq)
 {
+	while (dq->retired) {
+		struct deque_array *next = dq->retired->retired_next;
+		free(dq->retired);
+		dq->retired = next;
+	}
 	free(dq->array);
 	dq->array = NULL;
 }
 
+static bool
+held_by_a_thief(const struct deque *dq, const struct deque_array *a)
+{
+	for (unsigned i = 0; i < dq->nhazards; i++)
+		/* acquire: pairs with the thief's release store of NULL after its last
+		 * read of the array, so that read happens before our free. */
+		if (atomic_load_explicit((_Atomic(struct deque_array *) *)&dq->hazards[i].array,
+					 memory_order_acquire) == a)
+			return true;
+	return false;
+}
+
+/* Free the retired arrays no thief holds. The caller has made the current array the
+ * shared one and issued a seq_cst fence, so a thief that announces a retired array
+ * after our look below also sees the new array when it checks, and drops the old. */
+static void
+reclaim(struct deque *dq)
+{
+	struct deque_array **p = &dq->retired;
+	while (*p) {
+		struct deque_array *a = *p;
+		if (held_by_a_thief(dq, a)) {
+			p = &a->retired_next;	/* the next growth, or fini, frees it */
+			continue;
+		}
+		*p = a->retired_next;
+		free(a);
+	}
+}
+
 /* Owner only: double the array. Thieves may still be reading the old one (they loaded
- * shared_array before our store), so it is retired with call_rcu, not freed. Workers
- * are QSBR readers (worker.c): a thief never reports a quiescent state inside
- * heist__deque_steal, so the old array outlives every steal that could see it. */
+ * shared_array before our store), so it goes on the retired list, and is freed here,
+ * now or at a later growth, once no thief's hazard cell names it (deque.h). At most
+ * every array is retired once, so the retired ones never hold more than the current
+ * array's size in all. */
 noinline int
 heist__deque_grow(struct deque *dq)
 {
@@ -72,11 +106,17 @@ heist__deque_grow(struct deque *dq)
 							   memory_order_relaxed),
 				      memory_order_relaxed);
 	/* release: the copied slots are visible to a thief that loads the new array;
-	 * pairs with the acquire load of shared_array in heist__deque_steal. */
+	 * pairs with the acquire load of shared_array in steal(). */
 	atomic_store_explicit(&dq->shared_array, a, memory_order_release);
 	dq->array = a;
-	dq->grows++;
-	urcu_qsbr_call_rcu(&old->rcu, array_free_rcu);
+	old->retired_next = dq->retired;
+	dq->retired = old;
+	/* seq_cst fence: our store of shared_array comes before our reads of the hazard
+	 * cells. Pairs with the fence in steal() between a thief's store of its cell
+	 * and its second load of shared_array: either the thief sees the new array
+	 * (and lets go of the old) or we see its cell (and keep the old). */
+	atomic_thread_fence(memory_order_seq_cst);
+	reclaim(dq);
 	return 0;
 }
 
@@ -137,33 +177,65 @@ heist__deque_pop_public(struct deque *dq)
 	return x;
 }
 
-/* Any worker but the owner. STEAL_ABORT means another thief or the owner won the
- * race for the same slot: the deque may still hold work. */
-enum steal_result
-heist__deque_steal(struct deque *dq, struct task **out)
+/* The steal of Le et al., figure 1, against public_bottom, with a hazard cell for the
+ * array and the two conditions of heist__deque_steal_above. */
+static enum steal_result
+steal(struct deque *dq, int64_t floor, bool (*keep)(const void *), const void *ctx,
+      struct task **out, struct hazard *mine)
 {
+	/* relaxed load and store: the fence below orders the store before our second
+	 * load of shared_array, which is the one that counts (see grow). */
+	struct deque_array *a = atomic_load_explicit(&dq->shared_array, memory_order_relaxed);
+	atomic_store_explicit(&mine->array, a, memory_order_relaxed);
 	/* acquire: pairs with the CAS of top by other thieves and by the owner's pop of
 	 * the last slot, so we never read a slot older than the top we saw. */
 	int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
-	/* seq_cst fence: pairs with the fence in heist__deque_pop_public (see there). */
+	/* seq_cst fence: pairs with the fence in heist__deque_pop_public (the owner and
+	 * a thief cannot both take the last task), and with the one in grow (hazard). */
 	atomic_thread_fence(memory_order_seq_cst);
 	/* acquire: pairs with the release (seq_cst) store in heist__deque_publish, so
 	 * the slots below this bottom hold the tasks the owner stored. */
 	int64_t b = atomic_load_explicit(&dq->public_bottom, memory_order_acquire);
+	enum steal_result r = STEAL_EMPTY;
 	if (t >= b) {
 		heist__deque_request(dq);	/* ask the owner to publish */
-		return STEAL_EMPTY;
+		goto out;
 	}
-	/* acquire (the paper's consume): pairs with the release store in
-	 * heist__deque_grow, so a new array's copied slots are visible. Reading an old
-	 * array is safe: QSBR keeps it alive until we report a quiescent state. */
-	struct deque_array *a = atomic_load_explicit(&dq->shared_array, memory_order_acquire);
+	if (t < floor)
+		goto out;
+	/* acquire (the paper's consume): pairs with the release store in grow, so a new
+	 * array's copied slots are visible. A different array than the one we announced
+	 * may be freed at any time: start again with the new one. */
+	r = STEAL_ABORT;
+	if (atomic_load_explicit(&dq->shared_array, memory_order_acquire) != a)
+		goto out;
 	struct task *x = atomic_load_explicit(&a->slot[t & a->mask], memory_order_relaxed);
+	if (keep && !keep(ctx)) {
+		r = STEAL_EMPTY;
+		goto out;
+	}
 	/* seq_cst as in the paper; on failure relaxed: we take nothing. */
-	if (!atomic_compare_exchange_strong_explicit(&dq->top, &t, t + 1,
-						     memory_order_seq_cst,
-						     memory_order_relaxed))
-		return STEAL_ABORT;
-	*out = x;
-	return STEAL_OK;
+	if (atomic_compare_exchange_strong_explicit(&dq->top, &t, t + 1, memory_order_seq_cst,
+						    memory_order_relaxed)) {
+		*out = x;
+		r = STEAL_OK;
+	}
+out:
+	/* release: our reads of the array happen before an owner's free that sees the
+	 * cell empty (its acquire load in held_by_a_thief). */
+	atomic_store_explicit(&mine->array, NULL, memory_order_release);
+	return r;
+}
+
+enum steal_result
+heist__deque_steal(struct deque *dq, struct task **out, struct hazard *mine)
+{
+	return steal(dq, INT64_MIN, NULL, NULL, out, mine);
+}
+
+enum steal_result
+heist__deque_steal_above(struct deque *dq, int64_t floor, bool (*keep)(const void *ctx),
+			 const void *ctx, struct task **out, struct hazard *mine)
+{
+	return steal(dq, floor, keep, ctx, out, mine);
 }

@@ -8,7 +8,13 @@
  * atomic read-modify-write (the split deque of Lace, van Dijk and van de Pol 2014).
  * A thief that finds the public part empty raises split_request; the owner publishes
  * its private slots at its next push or pop (worker.c, which also wakes a sleeper:
- * the deque itself never publishes). Victim choice lives in worker.c. */
+ * the deque itself never publishes). Victim choice lives in steal.c.
+ *
+ * Growth doubles the array. A thief may still be reading the old one, so the owner
+ * retires it instead of freeing it, and frees it once no thief of its pool holds it:
+ * each thief announces the array it reads in its own hazard cell (Michael, "Hazard
+ * Pointers", IEEE TPDS 2004) for the few instructions of a steal. Only the threads of
+ * one pool steal from its deques, so reclamation never waits for anything else. */
 #ifndef HEIST_DEQUE_H
 #define HEIST_DEQUE_H
 
@@ -16,15 +22,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <urcu/urcu-qsbr.h>
-
 #include "internal.h"
 #include "task.h"
 
 struct deque_array {
-	struct rcu_head rcu;	/* retired through call_rcu after a grow */
+	struct deque_array *retired_next;	/* the owner's list of replaced arrays */
 	int64_t mask;		/* capacity - 1; capacity is a power of two */
 	_Atomic(struct task *) slot[];
+};
+
+/* One thief's announcement: the array it is reading, or NULL. Its own line: only that
+ * thief writes it (twice a steal); owners read every cell when they grow. */
+struct hazard {
+	CACHE_ALIGNED _Atomic(struct deque_array *) array;
 };
 
 struct deque {
@@ -35,8 +45,10 @@ struct deque {
 	int64_t public_cache;		/* == public_bottom: the owner is its only writer */
 	int64_t top_cache;		/* a top we saw; never above the real top */
 	struct deque_array *array;	/* == shared_array */
-	uint64_t grows;
+	struct deque_array *retired;	/* replaced arrays a thief may still hold */
 	uint8_t owner_flags;		/* DQ_PROFILE or 0: what publish leaves in flags */
+	const struct hazard *hazards;	/* every thief's cell (the pool's slots) */
+	unsigned nhazards;
 
 	/* Written by the owner when it publishes or grows, read by thieves. */
 	CACHE_ALIGNED _Atomic int64_t public_bottom;
@@ -55,12 +67,34 @@ enum { DQ_REQUEST = 1, DQ_PROFILE = 2 };
 
 enum steal_result { STEAL_OK, STEAL_EMPTY, STEAL_ABORT };
 
-int heist__deque_init(struct deque *dq, size_t capacity);
-void heist__deque_fini(struct deque *dq);	/* the owner's array; retired ones go by RCU */
+/* hazards[0..nhazards): the cells of every thread that may steal from this deque. */
+int heist__deque_init(struct deque *dq, size_t capacity, const struct hazard *hazards,
+		      unsigned nhazards);
+/* Free the arrays, retired ones included: no thief may be left. */
+void heist__deque_fini(struct deque *dq);
 int heist__deque_grow(struct deque *dq);
 struct task *heist__deque_pop_public(struct deque *dq);
 void heist__deque_publish(struct deque *dq, int64_t keep);
-enum steal_result heist__deque_steal(struct deque *dq, struct task **out);
+
+/* Any thread of the pool but the owner, announcing in its cell `mine`. STEAL_ABORT
+ * means another thief or the owner won the race for the same slot, or the array
+ * grew: the deque may still hold work. */
+enum steal_result heist__deque_steal(struct deque *dq, struct task **out,
+				     struct hazard *mine);
+
+/* The same, but only a task at index >= floor (pushed after the owner's bottom was
+ * floor), and only if keep(ctx) still holds once the slot has been read, just before
+ * the task is taken. STEAL_EMPTY when the top task is below floor. */
+enum steal_result heist__deque_steal_above(struct deque *dq, int64_t floor,
+					   bool (*keep)(const void *ctx), const void *ctx,
+					   struct task **out, struct hazard *mine);
+
+/* Owner only: the index the next push takes (a floor for heist__deque_steal_above). */
+static inline int64_t
+heist__deque_bottom(struct deque *dq)
+{
+	return atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+}
 
 /* Tasks queued, public and private: any thread, a racy snapshot. */
 static inline size_t

@@ -3,13 +3,17 @@
  * (deque.h), and sync pops it back and runs it inline unless a thief took it; then
  * sync waits for the thief (wait.c). */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdnoreturn.h>
 
 #include "pool.h"
 #include "probe.h"
 #include "wait.h"
 #include "worker.h"
 
-/* Run t now, on this thread (outside a worker, or with no room in the deque). */
+/* Run t now, on this thread (outside a worker, or with no room in the deque). Its
+ * owner is this thread, so nobody sleeps on it: a store, not an exchange. */
 static void
 run_at_once(struct task *t)
 {
@@ -74,28 +78,65 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 		spawn_flagged(w, t);
 }
 
+static noreturn void
+misuse(const char *what)
+{
+	fprintf(stderr, "heist: heist_sync: %s\n", what);
+	abort();
+}
+
+/* Debug builds mark a synced record, so that a second sync of it aborts. */
+static inline void
+mark_synced(struct task *t)
+{
+#ifndef NDEBUG
+	atomic_store_explicit(&t->state, TASK_SYNCED, memory_order_relaxed);
+#else
+	(void)t;
+#endif
+}
+
 /* heist_sync when t was not at the bottom of the deque, or a flag is up. */
 static noinline int
 sync_slow(struct worker *w, struct task *t)
 {
 	for (;;) {
-		/* acquire: pairs with the release store of TASK_DONE (by a thief, or by
+		/* acquire: pairs with the release of TASK_DONE (by a thief, or by
 		 * heist_spawn when it had to run t at once). */
-		if (atomic_load_explicit(&t->state, memory_order_acquire) == TASK_DONE)
+		uint32_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+		if (s == TASK_DONE) {
+			mark_synced(t);
 			return t->result;
+		}
+		if (s != TASK_PENDING)
+			misuse(s == TASK_SYNCED ? "the task was synced already"
+						: "the record holds no spawned task");
 		struct task *x = heist__worker_pop(w);
 		if (x == t) {
 			counter_add(&w->stats.executed, 1);
+			mark_synced(t);
 			if (HEIST_PROFILER && unlikely(w->profile))
 				return heist__worker_run_profiled(w, t);
 			return t->fn(t->arg);
 		}
-		if (!x)
-			return heist__wait_stolen(w, t);
-		/* Above t: a job this task submitted to its own deque. A spawned task
-		 * here means syncs came out of order. */
-		assert(atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB &&
-		       "heist_sync: syncs must come in the reverse order of their spawns");
+		if (!x) {
+			int r = heist__wait_stolen(w, t);
+			mark_synced(t);
+			return r;
+		}
+		/* relaxed: the kind never changes once queued. */
+		if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB) {
+			/* Above t: a job this task submitted to its own deque. It is no
+			 * part of this frame's work (a job is detached, and may itself
+			 * wait for the job we run in), so it may not run on top of it:
+			 * any worker takes it from the injector. */
+			heist__injector_requeue(&w->pool->injector, x);
+			heist__sleep_notify(&w->pool->sleep);
+			continue;
+		}
+		/* A spawned task above t: syncs came out of order. Running it is still a
+		 * legal schedule (it is this frame's own child). */
+		assert(!"heist_sync: syncs must come in the reverse order of their spawns");
 		heist__worker_run(w, x);
 	}
 }
@@ -112,6 +153,7 @@ heist_sync(heist_task *ht)
 	    likely(!heist__deque_flags(&w->dq))) {
 		heist__deque_drop_private(&w->dq);
 		counter_add(&w->stats.executed, 1);
+		mark_synced(t);
 		return t->fn(t->arg);
 	}
 	return sync_slow(w, t);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +26,12 @@ heist__job_new(heist_fn fn, void *arg, bool with_future)
 	j->task.arg = arg;
 	atomic_init(&j->task.state, TASK_JOB);
 	j->task.result = 0;
-	atomic_init(&j->task.thief, NULL);
+	j->task.pool = NULL;	/* set by the submit that queues it */
 	j->task.created_tsc = 0;
 	atomic_init(&j->task.next, NULL);
 	atomic_init(&j->state, FUT_QUEUED);
-	atomic_init(&j->refs, with_future ? 2 : 1);
-	atomic_init(&j->cancel_requested, false);
+	atomic_init(&j->refs, with_future ? 1 + REF_USER : 1);
+	atomic_init(&j->runner, NULL);
 	j->token = NULL;
 	j->heap_copy = NULL;
 	return j;
@@ -70,12 +71,21 @@ heist__job_discard(struct heist_future *j)
 	heist__record_free(j);
 }
 
+static void
+job_free(struct heist_future *j)
+{
+	/* relaxed: nobody else holds it. No REF_USER in a freed record: a second
+	 * release of its future aborts with a message until the record is reused. */
+	atomic_store_explicit(&j->refs, 0, memory_order_relaxed);
+	heist__record_free(j);
+}
+
 void
 heist__job_release(struct heist_future *j)
 {
 	/* acq_rel: the last owner frees the record after every other owner's use. */
 	if (atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) == 1)
-		heist__record_free(j);
+		job_free(j);
 }
 
 /* RUNNING -> DONE, and wake sleepers. */
@@ -91,22 +101,55 @@ finish(struct heist_future *j)
 		heist__futex_wake(&j->state, INT_MAX);
 }
 
+/* Run a job that heist__job_take gave us. Its belongings go before it is marked
+ * done: once it is, the last reference may go at any moment. A job taken from a
+ * queue names its runner, so that its waiters may help it (wait.c); a claimed one
+ * still sits in its queue, where task.floor is the injector's link. */
+static void
+run_taken(struct heist_future *j, struct worker *w, bool from_queue)
+{
+	counter_add(&w->stats.executed, 1);	/* before it can be waited for */
+	if (from_queue) {
+		/* release: floor before runner, as in worker.c for a stolen task. */
+		j->task.floor = heist__deque_bottom(&w->dq);
+		atomic_store_explicit(&j->runner, w, memory_order_release);
+	}
+	uint64_t started = HEIST_PROFILER && w->profile ? heist__tsc() : 0;
+	struct heist_future *outer = heist__current_job_swap(j);
+	j->task.result = j->task.fn(j->task.arg);
+	heist__current_job_swap(outer);
+	drop_belongings(j);
+	if (HEIST_PROFILER && unlikely(w->profile))
+		heist__profile_record(w->prof, w->index, j->task.created_tsc, started,
+				      heist__tsc_end());
+	finish(j);
+}
+
 void
 heist__job_run(struct heist_future *j, struct worker *w)
 {
 	if (heist__job_take(j)) {
-		counter_add(&w->stats.executed, 1);	/* before it can be waited for */
-		uint64_t started = HEIST_PROFILER && w->profile ? heist__tsc() : 0;
-		struct heist_future *outer = heist__current_job_swap(j);
-		j->task.result = j->task.fn(j->task.arg);
-		heist__current_job_swap(outer);
-		if (HEIST_PROFILER && unlikely(w->profile))
-			heist__profile_record(w->prof, w->index, j->task.created_tsc, started,
-					      heist__tsc_end());
-		finish(j);
+		run_taken(j, w, true);
+	} else if ((atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) ==
+		   FUT_CANCELLED) {
+		/* relaxed: CANCELLED is final, and we hold the queue's reference. It
+		 * never ran, so what it holds is ours to drop; a job a waiter claimed
+		 * (RUNNING or DONE here) had its belongings dropped by that waiter. */
+		drop_belongings(j);
 	}
-	drop_belongings(j);
 	heist__job_release(j);
+}
+
+bool
+heist__job_claim(struct heist_future *j, struct worker *w)
+{
+	if (heist__job_take(j)) {
+		run_taken(j, w, false);
+		return true;
+	}
+	/* acquire: see heist__job_done. Cancelled by its token just now, or taken by
+	 * a worker meanwhile. */
+	return heist__job_done(j);
 }
 
 HEIST_EXPORT int
@@ -115,7 +158,7 @@ heist_future_wait(heist_future *f)
 	if (!f)
 		return EINVAL;
 	if (!heist__job_done(f))
-		heist__wait_job(f, 0);
+		heist__wait_job(f, HEIST_NEVER);
 	/* acquire: see heist__job_done. */
 	uint32_t s = atomic_load_explicit(&f->state, memory_order_acquire);
 	return (s & FUT_MASK) == FUT_CANCELLED ? ECANCELED : f->task.result;
@@ -130,7 +173,7 @@ heist_future_wait_for(heist_future *f, uint64_t timeout_ns)
 		return true;
 	if (timeout_ns == 0)
 		return false;
-	return heist__wait_job(f, heist__now_ns() + timeout_ns);
+	return heist__wait_job(f, heist__deadline_after(timeout_ns));
 }
 
 HEIST_EXPORT bool
@@ -142,6 +185,16 @@ heist_future_done(const heist_future *f)
 HEIST_EXPORT void
 heist_future_release(heist_future *f)
 {
-	if (f)
-		heist__job_release(f);
+	if (!f)
+		return;
+	/* acq_rel: as in heist__job_release. */
+	uint32_t old = atomic_fetch_and_explicit(&f->refs, ~(uint32_t)REF_USER,
+						 memory_order_acq_rel);
+	if (!(old & REF_USER)) {
+		fputs("heist: heist_future_release of a future that was already released\n",
+		      stderr);
+		abort();
+	}
+	if (old == REF_USER)
+		job_free(f);
 }

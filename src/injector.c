@@ -53,6 +53,14 @@ heist__injector_reserve(struct injector *q)
 }
 
 void
+heist__injector_requeue(struct injector *q, struct task *t)
+{
+	/* seq_cst: see injector.h. */
+	atomic_fetch_add_explicit(&q->depth, 1, memory_order_seq_cst);
+	heist__injector_push(q, t);
+}
+
+void
 heist__injector_push(struct injector *q, struct task *t)
 {
 	atomic_store_explicit(&t->next, NULL, memory_order_relaxed);

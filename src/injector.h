@@ -35,6 +35,11 @@ void heist__injector_init(struct injector *q, size_t limit);
 void heist__injector_reserve(struct injector *q);
 void heist__injector_push(struct injector *q, struct task *t);
 
+/* A worker puts back a job that it took but may not run where it stands (wait.c,
+ * fork.c): counted like a new submission, but never held up by the limit, which is
+ * back-pressure for outside producers only. */
+void heist__injector_requeue(struct injector *q, struct task *t);
+
 /* Take up to max tasks into out[]; returns how many. Fails fast (0) when another
  * worker is consuming or the queue looks empty. */
 size_t heist__injector_take(struct injector *q, struct task **out, size_t max);

@@ -17,33 +17,92 @@
 
 enum {
 	DEFAULT_SPIN = 1024,	/* about 0.3 ms of looking before sleeping */
-	DEQUE_CAPACITY = 1024,
+	DEFAULT_MIN_SPARES = 8,	/* spares: as many as workers, at least this many */
 };
 #define DEFAULT_STACK_SIZE ((size_t)64 << 20)
 
-/* Stop and join the workers that were started, then free everything. */
+/* The live pools, so that destroying one twice (or something that is no pool) is
+ * caught with a message instead of freeing memory twice. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct heist_pool *registry;
+
+static void
+register_pool(struct heist_pool *pool)
+{
+	pthread_mutex_lock(&registry_lock);
+	pool->next_live = registry;
+	registry = pool;
+	pthread_mutex_unlock(&registry_lock);
+}
+
+/* Take pool off the registry; false if it was not on it. */
+static bool
+unregister_pool(struct heist_pool *pool)
+{
+	pthread_mutex_lock(&registry_lock);
+	struct heist_pool **p = &registry;
+	while (*p && *p != pool)
+		p = &(*p)->next_live;
+	bool found = *p != NULL;
+	if (found)
+		*p = pool->next_live;
+	pthread_mutex_unlock(&registry_lock);
+	return found;
+}
+
+int
+heist__pool_slot_init(struct heist_pool *pool, unsigned i)
+{
+	struct worker *w = &pool->workers[i];
+	w->pool = pool;
+	w->index = i;
+	w->rng = 0x9E3779B97F4A7C15ULL * (i + 1);
+	w->hazard = &pool->hazards[i];
+	w->victims = heist__topology_victims(pool->topo, i);
+	if (heist__deque_init(&w->dq, DEQUE_CAPACITY, pool->hazards, pool->slots_max))
+		return ENOMEM;
+	if (pool->profile) {
+		if (!(w->prof = heist__profile_new())) {
+			heist__deque_fini(&w->dq);
+			return ENOMEM;
+		}
+		w->profile = true;
+		heist__deque_set_profile(&w->dq);
+	}
+	return 0;
+}
+
+static void
+free_slot(struct worker *w)
+{
+	heist__deque_fini(&w->dq);
+	heist__profile_free(w->prof);
+}
+
+/* Free a pool whose slots [0, inited) are set up and whose threads are all gone. */
+static void
+pool_free(struct heist_pool *pool, unsigned inited)
+{
+	for (unsigned i = 0; i < inited; i++)
+		free_slot(&pool->workers[i]);
+	heist__spares_fini(&pool->spares);
+	heist__sleep_fini(&pool->sleep);
+	heist__topology_free(pool->topo);
+	free(pool->hazards);
+	free(pool->workers);
+	free(pool);
+}
+
+/* Stop and join the workers that were started and every spare, then free it all. */
 static void
 teardown(struct heist_pool *pool, unsigned started)
 {
 	atomic_store_explicit(&pool->stop, true, memory_order_seq_cst);
 	heist__sleep_wake_all(&pool->sleep);
-	bool grew = false;
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(pool->workers[i].thread, NULL);
-	for (unsigned i = 0; i < pool->slots; i++) {
-		grew |= pool->workers[i].dq.grows != 0;
-		heist__deque_fini(&pool->workers[i].dq);
-		heist__profile_free(pool->workers[i].prof);
-	}
-	/* Retired deque arrays wait for a grace period; let them go now, so that
-	 * nothing of the pool outlives it. Only when there are some: it takes a
-	 * grace period. */
-	if (grew)
-		urcu_qsbr_barrier();
-	heist__sleep_fini(&pool->sleep);
-	heist__topology_free(pool->topo);
-	free(pool->workers);
-	free(pool);
+	heist__spares_join(pool);
+	pool_free(pool, heist__pool_slots_used(pool));
 }
 
 static int
@@ -74,35 +133,51 @@ start_workers(struct heist_pool *pool)
 	return 0;
 }
 
+/* A pool of n workers, set up but for its threads; NULL when out of memory. */
 static struct heist_pool *
-pool_new(unsigned n)
+pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_config *cfg)
 {
 	struct heist_pool *pool = aligned_alloc(CACHE_LINE, sizeof(*pool));
 	if (!pool)
 		return NULL;
 	memset(pool, 0, sizeof(*pool));
-	unsigned slots = n + 1;	/* the workers and the guest slot */
-	pool->workers = aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * slots);
-	if (!pool->workers) {
-		free(pool);
-		return NULL;
-	}
-	memset(pool->workers, 0, sizeof(*pool->workers) * slots);
 	pool->n = n;
-	pool->slots = slots;
-	unsigned i = 0;
-	for (; i < slots; i++) {
-		if (heist__deque_init(&pool->workers[i].dq, DEQUE_CAPACITY))
-			break;
+	pool->slots = n + 1;	/* the workers and the guest slot */
+	pool->slots_max = pool->slots + spares;
+	pool->topo = topo;
+	pool->spin = cfg->spin ? cfg->spin : DEFAULT_SPIN;
+	pool->stack_size = cfg->stack_size ? cfg->stack_size : DEFAULT_STACK_SIZE;
+	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
+	heist__injector_init(&pool->injector, cfg->injector_limit);
+	pool->profile = HEIST_PROFILER && cfg->profile;
+	pool->workers = aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * pool->slots_max);
+	pool->hazards = aligned_alloc(CACHE_LINE, sizeof(*pool->hazards) * pool->slots_max);
+	if (!pool->workers || !pool->hazards)
+		goto fail;
+	memset(pool->workers, 0, sizeof(*pool->workers) * pool->slots_max);
+	for (unsigned i = 0; i < pool->slots_max; i++)
+		atomic_init(&pool->hazards[i].array, NULL);
+	if (heist__sleep_init(&pool->sleep, pool->slots_max))
+		goto fail;
+	if (heist__spares_init(&pool->spares, spares)) {
+		heist__sleep_fini(&pool->sleep);
+		goto fail;
 	}
-	if (i < slots || heist__sleep_init(&pool->sleep, n)) {
-		while (i-- > 0)
-			heist__deque_fini(&pool->workers[i].dq);
-		free(pool->workers);
-		free(pool);
-		return NULL;
+	if (pool->profile)
+		heist__clock_calibrate();	/* before any task takes a timestamp */
+	for (unsigned i = 0; i < pool->slots; i++) {
+		if (heist__pool_slot_init(pool, i)) {
+			pool->topo = NULL;	/* the caller frees it */
+			pool_free(pool, i);
+			return NULL;
+		}
 	}
 	return pool;
+fail:
+	free(pool->hazards);
+	free(pool->workers);
+	free(pool);
+	return NULL;
 }
 
 HEIST_EXPORT int
@@ -114,7 +189,8 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 	*out = NULL;
 	if (!cfg)
 		cfg = &defaults;
-	if (cfg->threads > HEIST_MAX_THREADS || (unsigned)cfg->pin > HEIST_PIN_PU)
+	if (cfg->threads > HEIST_MAX_THREADS || (unsigned)cfg->pin > HEIST_PIN_PU ||
+	    (cfg->max_spares > HEIST_MAX_THREADS && cfg->max_spares != HEIST_SPARES_NONE))
 		return EINVAL;
 	unsigned n = cfg->threads;
 	struct topology *topo;
@@ -123,37 +199,19 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 		return err;
 	if (n > HEIST_MAX_THREADS)
 		n = HEIST_MAX_THREADS;
-
-	struct heist_pool *pool = pool_new(n);
+	unsigned spares = cfg->max_spares == HEIST_SPARES_NONE ? 0
+			  : cfg->max_spares		 ? cfg->max_spares
+			  : n > DEFAULT_MIN_SPARES	 ? n
+							 : DEFAULT_MIN_SPARES;
+	struct heist_pool *pool = pool_new(n, spares, topo, cfg);
 	if (!pool) {
 		heist__topology_free(topo);
 		return ENOMEM;
 	}
-	pool->topo = topo;
-	pool->spin = cfg->spin ? cfg->spin : DEFAULT_SPIN;
-	pool->stack_size = cfg->stack_size ? cfg->stack_size : DEFAULT_STACK_SIZE;
-	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
-	heist__injector_init(&pool->injector, cfg->injector_limit);
-	pool->profile = HEIST_PROFILER && cfg->profile;
-	if (pool->profile)
-		heist__clock_calibrate();	/* before any task takes a timestamp */
-	for (unsigned i = 0; i < pool->slots; i++) {
-		struct worker *w = &pool->workers[i];
-		w->pool = pool;
-		w->index = i;
-		w->rng = 0x9E3779B97F4A7C15ULL * (i + 1);
-		if (pool->profile && !(w->prof = heist__profile_new())) {
-			teardown(pool, 0);
-			return ENOMEM;
-		}
-		w->profile = pool->profile;
-		if (pool->profile)
-			heist__deque_set_profile(&w->dq);
-		w->victims = heist__topology_victims(topo, i);
-	}
 	err = start_workers(pool);
 	if (err)
 		return err;
+	register_pool(pool);
 	*out = pool;
 	return 0;
 }
@@ -167,6 +225,11 @@ heist_pool_destroy(heist_pool *pool)
 	if (self && self->pool == pool) {
 		fputs("heist: heist_pool_destroy called from a task of the same pool; "
 		      "it would wait for itself forever\n", stderr);
+		abort();
+	}
+	if (!unregister_pool(pool)) {
+		fputs("heist: heist_pool_destroy of a pool that is not alive (destroyed "
+		      "twice?)\n", stderr);
 		abort();
 	}
 	heist__pool_drain(pool);
@@ -186,7 +249,7 @@ heist_pool_pending(const heist_pool *pool)
 		return 0;
 	struct heist_pool *p = (struct heist_pool *)pool;
 	size_t n = atomic_load_explicit(&p->injector.depth, memory_order_relaxed);
-	for (unsigned i = 0; i < p->slots; i++)
+	for (unsigned i = 0, slots = heist__pool_slots_used(p); i < slots; i++)
 		n += heist__deque_size(&p->workers[i].dq);
 	return n;
 }
@@ -195,7 +258,8 @@ HEIST_EXPORT int
 heist_worker_index(void)
 {
 	struct worker *w = heist__self;
-	return w && w->index < w->pool->n ? (int)w->index : -1;	/* a guest is no worker */
+	/* The guest slot and the spares are no workers of the pool's size. */
+	return w && w->index < w->pool->n ? (int)w->index : -1;
 }
 
 static void
@@ -225,9 +289,12 @@ heist_pool_stats(const heist_pool *pool, struct heist_stats *out)
 {
 	if (!pool || !out)
 		return EINVAL;
+	struct heist_pool *p = (struct heist_pool *)pool;
 	memset(out, 0, sizeof(*out));
 	out->workers = pool->n;
-	for (unsigned i = 0; i < pool->slots; i++) {	/* the guest's work counts too */
+	heist__spares_count(p, &out->spares, &out->spares_started);
+	/* The guest's and the spares' work counts too. */
+	for (unsigned i = 0, slots = heist__pool_slots_used(p); i < slots; i++) {
 		struct heist_worker_stats s;
 		read_worker(&pool->workers[i], &s);
 		out->executed += s.executed;
@@ -237,6 +304,7 @@ heist_pool_stats(const heist_pool *pool, struct heist_stats *out)
 		out->injector_pops += s.injector_pops;
 		out->sleeps += s.sleeps;
 		out->wakes += s.wakes;
+		out->parks += counter_read(&pool->workers[i].stats.parks);
 		out->bind_failures += pool->workers[i].bind_error != 0;
 	}
 	return 0;

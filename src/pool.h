@@ -1,6 +1,6 @@
 /* pool.h - the pool object: its lifetime, statistics and placement are pool.c's; the
- * admission fields (live, shutting, drain_seq, finishing) are submit.c's; the loops
- * that run on it are worker.c's. */
+ * admission fields (live, shutting, drain_seq, finishing) are submit.c's; the spares
+ * spare.c's; the loops that run on it are worker.c's. */
 #ifndef HEIST_POOL_H
 #define HEIST_POOL_H
 
@@ -11,14 +11,20 @@
 #include "injector.h"
 #include "internal.h"
 #include "sleep.h"
+#include "spare.h"
 #include "worker.h"
 
+enum { DEQUE_CAPACITY = 1024 };	/* a new deque's slots; it grows by doubling */
+
 struct heist_pool {
-	/* n workers, then one guest slot: a worker record without a thread, which an
-	 * outside thread occupies while it takes part in a heist_for_each. */
+	/* n workers, then one guest slot (a worker record without a thread, which an
+	 * outside thread occupies while it takes part in a heist_for_each), then
+	 * spares.max spare slots (spare.h), set up when first used. */
 	struct worker *workers;
 	unsigned n;
-	unsigned slots;			/* n + 1: every deque a thief may visit */
+	unsigned slots;			/* n + 1: the workers and the guest slot */
+	unsigned slots_max;		/* slots + spares.max: every slot there can be */
+	struct hazard *hazards;		/* one per slot: what its thief reads (deque.h) */
 	unsigned spin;			/* steal rounds before sleeping */
 	size_t stack_size;
 	char name[16];
@@ -29,6 +35,8 @@ struct heist_pool {
 
 	struct injector injector;
 	struct sleep sleep;
+	struct spares spares;
+	struct heist_pool *next_live;	/* the registry of live pools (pool.c) */
 
 	/* Jobs (and guests) accepted and not yet finished: submit.c, whose comment
 	 * argues the drain. Submitters add at once; workers subtract in batches
@@ -50,5 +58,28 @@ struct heist_pool {
 	 * slot's deque as the last one left it. */
 	CACHE_ALIGNED _Atomic bool guest_busy;
 };
+
+/* Every slot that may hold tasks now: the workers, the guest, the spares so far. */
+static inline unsigned
+heist__pool_slots_used(struct heist_pool *pool)
+{
+	return pool->slots + heist__spares_slots(&pool->spares);
+}
+
+/* Slot kinds: 0..n-1 workers, n the guest, above n spares. */
+static inline bool
+heist__worker_is_guest(const struct worker *w)
+{
+	return w->index == w->pool->n;
+}
+
+static inline bool
+heist__worker_is_spare(const struct worker *w)
+{
+	return w->index > w->pool->n;
+}
+
+/* Set up slot i's record: its deque, its profile buffer, its victims. 0 or ENOMEM. */
+int heist__pool_slot_init(struct heist_pool *pool, unsigned i);
 
 #endif

@@ -1,8 +1,9 @@
 /* steal.c - victim choice. A worker's victims (topology.h) are every deque a thief may
  * visit, the guest slot's included, grouped in ranks: nearest first when the pool is
- * pinned (SMT sibling, shared cache, package, machine), one flat rank otherwise. Each
- * round tries every rank in order, from a random victim within it, so that thieves
- * spread over equals instead of all hitting the same one. */
+ * pinned (SMT sibling, shared cache, package, machine), one flat rank otherwise; the
+ * spares' deques (spare.h) come last. Each round tries every rank in order, from a
+ * random victim within it, so that thieves spread over equals instead of all hitting
+ * the same one. */
 #include "steal.h"
 
 #include "pool.h"
@@ -31,7 +32,7 @@ heist__steal_from(struct worker *w, struct worker *victim)
 	for (int i = 0; i < STEAL_RETRIES; i++) {
 		struct task *t;
 		counter_add(&w->stats.steal_attempts, 1);
-		switch (heist__deque_steal(&victim->dq, &t)) {
+		switch (heist__deque_steal(&victim->dq, &t, w->hazard)) {
 		case STEAL_OK:
 			counter_add(&w->stats.stolen, 1);
 			return t;
@@ -45,22 +46,34 @@ heist__steal_from(struct worker *w, struct worker *victim)
 	return NULL;
 }
 
+/* Try the victims order[begin..end), from a random one on. */
+static struct task *
+steal_rank(struct worker *w, const unsigned *order, unsigned begin, unsigned end)
+{
+	unsigned size = end - begin, k = rng_next(w) % size;
+	for (unsigned i = 0; i < size; i++) {
+		unsigned victim = order ? order[begin + (k + i) % size] : begin + (k + i) % size;
+		if (victim == w->index)
+			continue;	/* a flat list holds its own thief too */
+		struct task *t = heist__steal_from(w, &w->pool->workers[victim]);
+		if (t)
+			return t;
+	}
+	return NULL;
+}
+
 struct task *
 heist__steal_round(struct worker *w)
 {
 	const struct victims *v = w->victims;
+	struct heist_pool *pool = w->pool;
 	unsigned begin = 0;
 	for (unsigned r = 0; r < v->nranks; r++) {
-		unsigned size = v->rank_end[r] - begin, k = rng_next(w) % size;
-		for (unsigned i = 0; i < size; i++) {
-			unsigned victim = v->order[begin + (k + i) % size];
-			if (victim == w->index)
-				continue;	/* a flat list holds its own thief too */
-			struct task *t = heist__steal_from(w, &w->pool->workers[victim]);
-			if (t)
-				return t;
-		}
+		struct task *t = steal_rank(w, v->order, begin, v->rank_end[r]);
+		if (t)
+			return t;
 		begin = v->rank_end[r];
 	}
-	return NULL;
+	unsigned spares = heist__spares_slots(&pool->spares);
+	return spares ? steal_rank(w, NULL, pool->slots, pool->slots + spares) : NULL;
 }

@@ -118,6 +118,7 @@ int
 heist__submit_job(struct heist_pool *pool, struct heist_future *j, heist_future **out)
 {
 	struct worker *w = heist__self;
+	j->task.pool = pool;
 	if (HEIST_PROFILER && pool->profile)
 		j->task.created_tsc = heist__tsc();
 	int err = w && w->pool == pool ? submit_local(w, j) : submit_outside(pool, j);

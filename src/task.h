@@ -11,26 +11,42 @@
 #include "heist/heist.h"
 
 struct worker;
+struct heist_pool;
 
-/* task.state: what kind of task this is and, for a spawned one, whether it is done. */
+/* task.state: what kind of task this is and, for a spawned one, how far it got.
+ * Values no zeroed or stale record is likely to hold, so that heist_sync can tell a
+ * record that was never spawned (and abort with a message rather than hang). */
 enum {
-	TASK_PENDING = 0,	/* spawned, not finished */
-	TASK_DONE = 1,		/* spawned, finished: result is valid */
-	TASK_JOB = 2,		/* a submitted job: its state lives in its future */
+	TASK_PENDING = 0x7a5c0de0,	/* spawned, not finished */
+	TASK_SLEEPER = 0x7a5c0de1,	/* spawned, not finished, its owner sleeps on it */
+	TASK_DONE = 0x7a5c0de2,		/* spawned, finished: result is valid */
+	TASK_SYNCED = 0x7a5c0de3,	/* debug builds: synced, must be spawned again */
+	TASK_JOB = 0x7a5c0de4,		/* a submitted job: its state lives in its future */
 };
 
 struct task {
 	heist_fn fn;
 	void *arg;
-	/* Spawned tasks: a thief stores TASK_DONE with release after writing result;
-	 * heist_sync's slow path loads it with acquire. Jobs: always TASK_JOB. */
+	/* Spawned tasks: a thief exchanges TASK_DONE with release after writing result
+	 * (and wakes the owner if it found TASK_SLEEPER); heist_sync loads it with
+	 * acquire. Jobs: always TASK_JOB. */
 	_Atomic uint32_t state;
 	int result;
-	/* The worker that stole this task, for heist_sync to steal back from (a hint:
-	 * relaxed on both sides, nothing is published through it). */
-	_Atomic(struct worker *) thief;
+	union {
+		/* Spawned: the worker that stole it, stored with release once it has
+		 * set floor, for heist_sync to help it (wait.c). NULL until then. */
+		_Atomic(struct worker *) thief;
+		/* Job: the pool it was submitted to (set before it is queued). */
+		struct heist_pool *pool;
+	};
 	uint64_t created_tsc;	/* profiling: when it was spawned or submitted */
-	struct task *_Atomic next; /* the injector's link */
+	union {
+		/* Job: the injector's link. */
+		struct task *_Atomic next;
+		/* Spawned and stolen: the thief's deque bottom when it started the task,
+		 * so that everything at or above it in that deque is the task's own. */
+		int64_t floor;
+	};
 };
 
 static_assert(sizeof(struct task) == sizeof(heist_task), "heist_task must hold a task");

@@ -1,8 +1,25 @@
-/* wait.c - waiting for a task to finish. A worker never blocks its thread while it
- * waits: it runs other work (help_pick says which) until the task is done, stealing
- * back from the thief first when the task is a stolen child (leapfrogging, Wagner and
- * Calder), and when there is nothing to run it backs off (idle_step says how). Any
- * other thread spins briefly, then sleeps on the future's futex. */
+/* wait.c - waiting for a task to finish: a sync whose child was stolen, a future on a
+ * worker, a future on any other thread.
+ *
+ * The waiting rule (docs/architecture.md has the argument). A worker that waits for X
+ * runs, on top of the frame that waits, only work that X itself needs, so that nothing
+ * it runs can in turn wait for that frame:
+ *  - X itself, if X is a job still queued in the worker's own pool (it claims it);
+ *  - if X runs on another worker of the pool (a thief of the spawned child X, or the
+ *    worker that took job X from a queue): a spawned task from the top of that
+ *    worker's deque at or above the floor it recorded when it started X. Everything
+ *    pushed there since is X's own or its descendants' (strict fork-join: each is
+ *    synced by a frame of X before X returns), as long as X runs, which is checked
+ *    between reading the slot and taking it (deque.c). This is leapfrogging (Wagner
+ *    and Calder). A job found there is no part of X (jobs are detached): it goes back
+ *    to the injector, for any worker.
+ * Nothing else: not the injector, not other deques, not the worker's own older tasks.
+ * When it can help with nothing for a while it parks on X's word, looking again every
+ * PARK_NS, and a spare thread stands in for it while other work waits (spare.h). A
+ * timed wait helps only by running X itself, so it overruns its deadline by at most
+ * X's own length.
+ *
+ * Any other thread spins briefly, then sleeps on the future's futex. */
 #include "wait.h"
 
 #include <sched.h>
@@ -10,7 +27,7 @@
 #include "clock.h"
 #include "futex.h"
 #include "future.h"
-#include "steal.h"
+#include "pool.h"
 #include "worker.h"
 
 enum {
@@ -18,14 +35,16 @@ enum {
 	 * worker has taken the task. */
 	SPIN_PAUSES = 128,
 	QUEUED_PAUSES = 32,
-	/* A worker waiting for a stolen child: rounds of short pauses before it
-	 * starts yielding its core (the thief runs; it may be preempted here). */
-	STOLEN_PATIENCE = 256,
-	/* A worker waiting for a future: empty rounds before it naps on the future's
-	 * futex, and the longest nap before it looks for work again. */
-	NAP_AFTER = 64,
-	NAP_NS = 100000,
+	/* A worker with nothing to help with: rounds of short pauses, then rounds
+	 * yielding its core (the thread it waits for may be preempted here), then it
+	 * parks. */
+	PATIENCE_SPINS = 256,
+	PATIENCE_YIELDS = 64,
+	HELP_RETRIES = 4,	/* tries on a thief that keeps winning races */
 };
+/* A parked worker looks again this often: for work it may help with, and for work
+ * that needs a stand-in. */
+#define PARK_NS ((uint64_t)200000)
 
 /* What a worker waits for: a spawned task (stolen) or a job. */
 struct awaited {
@@ -38,96 +57,200 @@ awaited_done(const struct awaited *a)
 {
 	if (a->job)
 		return heist__job_done(a->job);
-	/* acquire: pairs with the thief's release store of TASK_DONE. */
+	/* acquire: pairs with the thief's release exchange of TASK_DONE (worker.c). */
 	return atomic_load_explicit(&a->task->state, memory_order_acquire) == TASK_DONE;
 }
 
-/* The rule of what a waiting worker may run next, or NULL: for a stolen child, a task
- * of its thief's first (its deque holds the child's own children), then anything. */
-static struct task *
-help_pick(struct worker *w, const struct awaited *a)
-{
-	struct task *x = NULL;
-	if (a->task) {
-		/* relaxed: a hint (task.h). */
-		struct worker *thief = atomic_load_explicit(&a->task->thief,
-							    memory_order_relaxed);
-		if (thief && thief != w)
-			x = heist__steal_from(w, thief);
-	}
-	return x ? x : heist__worker_find_work(w);
-}
-
-/* Sleep on a job's futex for at most timeout_ns unless it is done. */
-static void
-nap(struct heist_future *j, uint64_t timeout_ns)
-{
-	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
-	if ((s & FUT_MASK) >= FUT_DONE)
-		return;
-	/* relaxed: the bit only asks the finisher for a wake; the futex's own compare
-	 * orders our sleep against its exchange. */
-	if (!(s & FUT_WAITERS) &&
-	    !atomic_compare_exchange_strong_explicit(&j->state, &s, s | FUT_WAITERS,
-						     memory_order_relaxed, memory_order_relaxed))
-		return;
-	heist__futex_wait(&j->state, s | FUT_WAITERS, timeout_ns);
-}
-
-/* Nothing to run this round. Returns false when the deadline passed. A stolen
- * child's wait never sleeps (its thief is running it); a future's wait naps on the
- * future after NAP_AFTER rounds, and wakes every NAP_NS to look for work again. */
 static bool
-idle_step(struct worker *w, const struct awaited *a, unsigned *idle, uint64_t deadline_ns)
+still_awaited(const void *a)
 {
-	if (a->task) {
-		urcu_qsbr_quiescent_state();
-		heist__backoff_long(*idle, STOLEN_PATIENCE);
-		*idle += *idle < STOLEN_PATIENCE;
-		return true;
+	return !awaited_done(a);
+}
+
+/* A job X may not run on top of the frame that found it: give it to any worker. */
+static void
+requeue(struct worker *w, struct task *x)
+{
+	heist__injector_requeue(&w->pool->injector, x);
+	heist__sleep_notify(&w->pool->sleep);
+}
+
+/* The worker running the awaited task, whose deque holds the task's own work at and
+ * above *floor; NULL if none is known (not started yet, or a waiter claimed it).
+ * acquire: pairs with the runner's release store, made after it set the floor. */
+static struct worker *
+runner_of(const struct awaited *a, int64_t *floor)
+{
+	struct worker *r;
+	if (a->job) {
+		r = atomic_load_explicit(&a->job->runner, memory_order_acquire);
+		*floor = a->job->task.floor;
+	} else {
+		r = atomic_load_explicit(&a->task->thief, memory_order_acquire);
+		*floor = a->task->floor;
 	}
-	uint64_t timeout = NAP_NS;
-	if (deadline_ns) {
-		uint64_t now = heist__now_ns();
-		if (now >= deadline_ns)
-			return false;
-		if (deadline_ns - now < timeout)
-			timeout = deadline_ns - now;
-	}
-	urcu_qsbr_quiescent_state();
-	if (*idle < NAP_AFTER) {
-		heist__backoff((*idle)++);
-		return true;
-	}
-	heist__worker_flush_done(w);
-	urcu_qsbr_thread_offline();
-	nap(a->job, timeout);
-	urcu_qsbr_thread_online();
+	return r;
+}
+
+/* Claim the awaited job if it is still queued in our own pool. */
+static bool
+claim(struct worker *w, struct heist_future *j)
+{
+	/* relaxed: a peek; heist__job_claim's CAS decides. The pool was set before
+	 * the job was queued, and we hold its future. */
+	if (j->task.pool != w->pool ||
+	    (atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) != FUT_QUEUED)
+		return false;
+	heist__job_claim(j, w);
 	return true;
 }
 
-/* The one helping wait: run what help_pick allows until a is done. */
+/* One step of the rule above. Returns whether it ran (or moved) something. */
+static bool
+help(struct worker *w, const struct awaited *a, bool timed)
+{
+	if (a->job && claim(w, a->job))
+		return true;
+	if (timed)
+		return false;	/* a timed wait runs nothing but the awaited job */
+	int64_t floor = 0;
+	struct worker *runner = runner_of(a, &floor);
+	if (!runner || runner == w || runner->pool != w->pool)
+		return false;
+	for (int i = 0; i < HELP_RETRIES; i++) {
+		struct task *x;
+		counter_add(&w->stats.steal_attempts, 1);
+		switch (heist__deque_steal_above(&runner->dq, floor, still_awaited, a, &x,
+						 w->hazard)) {
+		case STEAL_OK:
+			counter_add(&w->stats.stolen, 1);
+			/* relaxed: the kind never changes once queued (worker.c). */
+			if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB)
+				requeue(w, x);
+			else
+				heist__worker_run(w, x);
+			return true;
+		case STEAL_EMPTY:
+			return false;
+		case STEAL_ABORT:
+			cpu_relax();
+			break;
+		}
+	}
+	return false;
+}
+
+/* Sleep on the awaited task's word for at most timeout_ns unless it is done. relaxed
+ * CASes: the mark only asks the finisher for a wake, and the kernel's compare of the
+ * word orders our sleep against the finisher's exchange. */
+static void
+nap(const struct awaited *a, uint64_t timeout_ns)
+{
+	if (a->job) {
+		struct heist_future *j = a->job;
+		uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
+		if ((s & FUT_MASK) >= FUT_DONE)
+			return;
+		if (!(s & FUT_WAITERS) &&
+		    !atomic_compare_exchange_strong_explicit(&j->state, &s, s | FUT_WAITERS,
+							     memory_order_relaxed,
+							     memory_order_relaxed))
+			return;	/* it changed: look again */
+		heist__futex_wait(&j->state, s | FUT_WAITERS, timeout_ns);
+		return;
+	}
+	uint32_t s = TASK_PENDING;
+	if (!atomic_compare_exchange_strong_explicit(&a->task->state, &s, TASK_SLEEPER,
+						     memory_order_relaxed, memory_order_relaxed) &&
+	    s != TASK_SLEEPER)
+		return;	/* done */
+	heist__futex_wait(&a->task->state, TASK_SLEEPER, timeout_ns);
+}
+
+/* Whether a parked worker should have a spare stand in for it: only when there is
+ * work it leaves undone (queued in the injector or public in some deque) and no other
+ * worker is idle to take it (searching or asleep: the sleep protocol wakes those). A
+ * spare is no help to a lone fork-join computation: its work is the waiter's to
+ * help with, by the rule. The guest slot is no worker of the pool's count. */
+static bool
+needs_stand_in(struct worker *w)
+{
+	struct heist_pool *pool = w->pool;
+	return !heist__worker_is_guest(w) && !heist__sleep_has_idle(&pool->sleep) &&
+	       heist__pool_work_visible(pool);
+}
+
+struct park {
+	bool parked;		/* in the parked phase of this wait */
+	bool stand_in;		/* a spare was asked to stand in for us */
+};
+
+/* One nap of the parked phase; asks for a stand-in when needs_stand_in says so. */
+static void
+park(struct worker *w, const struct awaited *a, struct park *p, uint64_t timeout_ns)
+{
+	if (!p->parked) {
+		heist__worker_flush_done(w);
+		counter_add(&w->stats.parks, 1);
+		p->parked = true;
+	}
+	if (!p->stand_in && needs_stand_in(w)) {
+		heist__spare_park(w->pool);
+		p->stand_in = true;
+	}
+	nap(a, timeout_ns);
+}
+
+static void
+unpark(struct worker *w, struct park *p)
+{
+	if (p->stand_in)
+		heist__spare_unpark(w->pool);
+	*p = (struct park){false, false};
+}
+
+/* The one helping wait: apply the rule until a is done or the deadline passes. */
 static bool
 help_until(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 {
+	/* What we hold below this frame is not ours to run now: let others have it. */
+	if (heist__deque_private_count(&w->dq))
+		heist__worker_publish(w, 0);
+	bool timed = deadline_ns != HEIST_NEVER;
 	unsigned idle = 0;
+	struct park p = {false, false};
 	while (!awaited_done(a)) {
-		struct task *x = help_pick(w, a);
-		if (x) {
-			heist__worker_run(w, x);
+		if (help(w, a, timed)) {
+			unpark(w, &p);
 			idle = 0;
-		} else if (!idle_step(w, a, &idle, deadline_ns)) {
-			return false;
+			continue;
+		}
+		uint64_t left = PARK_NS;
+		if (timed) {
+			uint64_t now = heist__now_ns();
+			if (now >= deadline_ns)
+				break;
+			if (deadline_ns - now < left)
+				left = deadline_ns - now;
+		}
+		if (idle < PATIENCE_SPINS) {
+			heist__backoff(idle++);
+		} else if (idle < PATIENCE_SPINS + PATIENCE_YIELDS) {
+			sched_yield();
+			idle++;
+		} else {
+			park(w, a, &p, left);
 		}
 	}
-	return true;
+	unpark(w, &p);
+	return awaited_done(a);
 }
 
 int
 heist__wait_stolen(struct worker *w, struct task *t)
 {
 	struct awaited a = {t, NULL};
-	help_until(w, &a, 0);
+	help_until(w, &a, HEIST_NEVER);
 	return t->result;
 }
 
@@ -150,8 +273,8 @@ block(struct heist_future *j, uint64_t deadline_ns)
 		uint32_t s = atomic_load_explicit(&j->state, memory_order_acquire);
 		if ((s & FUT_MASK) >= FUT_DONE)
 			return true;
-		uint64_t timeout = 0;
-		if (deadline_ns) {
+		uint64_t timeout = 0;	/* none */
+		if (deadline_ns != HEIST_NEVER) {
 			uint64_t now = heist__now_ns();
 			if (now >= deadline_ns)
 				return false;

@@ -2,13 +2,8 @@
  * own deque, a batch from the injector, one task stolen from a victim (steal.c); after
  * `spin` empty rounds it sleeps (sleep.h). Also running a task taken from a queue, and
  * the guest slot through which an outside heist_for_each caller takes part. Waits
- * inside a task (a stolen sync, a future) are wait.c's.
- *
- * RCU: workers are registered readers of liburcu's QSBR flavor. Its read side costs
- * nothing at all, which matters because every steal reads a victim's array; the price
- * is that each worker must report quiescent states, which it does between tasks and
- * in every idle round, and go offline while it sleeps. The memory-barrier flavor
- * would put a barrier on every steal, and the bulletproof one a lookup. */
+ * inside a task (a stolen sync, a future) are wait.c's; spares run this same loop
+ * (spare.c). */
 #include "worker.h"
 
 #include <errno.h>
@@ -66,8 +61,11 @@ heist__worker_run(struct worker *w, struct task *t)
 		return;
 	}
 	counter_add(&w->stats.executed, 1);
-	/* relaxed: a hint for the owner's leapfrogging, not a publication. */
-	atomic_store_explicit(&t->thief, w, memory_order_relaxed);
+	/* Everything pushed on our deque from here on, until t returns, is t's own
+	 * (task.h): its owner's sync may help with it (wait.c). release: the floor is
+	 * written before a helper that sees us as the thief reads it. */
+	t->floor = heist__deque_bottom(&w->dq);
+	atomic_store_explicit(&t->thief, w, memory_order_release);
 	/* The task belongs to another job than any this thread may be waiting in. */
 	struct heist_future *outer = heist__current_job_swap(NULL);
 	if (HEIST_PROFILER && unlikely(w->profile))
@@ -76,8 +74,12 @@ heist__worker_run(struct worker *w, struct task *t)
 		t->result = t->fn(t->arg);
 	heist__current_job_swap(outer);
 	/* release: publishes result (and the task's writes) to the owner's acquire
-	 * load in heist_sync. After this store the task record may be gone. */
-	atomic_store_explicit(&t->state, TASK_DONE, memory_order_release);
+	 * load in heist_sync. An exchange, to learn whether the owner sleeps on the
+	 * word (wait.c); the kernel's compare orders its sleep against this. After
+	 * this the task record may be gone: the wake names its address only. */
+	if (atomic_exchange_explicit(&t->state, TASK_DONE, memory_order_release) ==
+	    TASK_SLEEPER)
+		heist__futex_wake(&t->state, 1);
 }
 
 /* Take a batch from the injector: run the first, queue the rest (publicly, so the
@@ -90,7 +92,7 @@ take_injector(struct worker *w)
 	/* relaxed: a hint; heist__injector_take decides. A guest takes no batch: it
 	 * would leave the rest in a deque that no thread owns after the guest leaves. */
 	size_t depth = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed);
-	if (!depth || w->index >= pool->n)
+	if (!depth || heist__worker_is_guest(w))
 		return NULL;
 	size_t want = depth / pool->n + 1;
 	if (want > BATCH_MAX)
@@ -120,16 +122,15 @@ heist__worker_find_work(struct worker *w)
 	return t;
 }
 
-/* Anything public anywhere, without asking owners to publish. */
-static bool
-more_visible(struct heist_pool *pool)
+bool
+heist__pool_work_visible(struct heist_pool *pool)
 {
 	/* seq_cst fence: orders our looks after the state RMW of stop_search, against
 	 * a notifier's seq_cst publish that saw us searching (sleep.h). */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (heist__injector_depth(&pool->injector))
 		return true;
-	for (unsigned i = 0; i < pool->slots; i++)
+	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n; i++)
 		if (heist__deque_has_public(&pool->workers[i].dq))
 			return true;
 	return false;
@@ -138,7 +139,7 @@ more_visible(struct heist_pool *pool)
 static void
 stop_searching(struct heist_pool *pool)
 {
-	if (heist__sleep_stop_search(&pool->sleep) && more_visible(pool))
+	if (heist__sleep_stop_search(&pool->sleep) && heist__pool_work_visible(pool))
 		heist__sleep_notify_slow(&pool->sleep);
 }
 
@@ -150,7 +151,7 @@ work_visible(struct heist_pool *pool)
 {
 	bool found = heist__injector_depth(&pool->injector) != 0 ||
 		     atomic_load_explicit(&pool->stop, memory_order_seq_cst);
-	for (unsigned i = 0; i < pool->slots && !found; i++) {
+	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n && !found; i++) {
 		struct deque *dq = &pool->workers[i].dq;
 		if (heist__deque_has_public(dq))
 			found = true;
@@ -165,13 +166,22 @@ sleep_until_woken(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
 	counter_add(&w->stats.sleeps, 1);
-	urcu_qsbr_thread_offline();
 	heist__sleep_wait(&pool->sleep, w->index);
-	urcu_qsbr_thread_online();
 	counter_add(&w->stats.wakes, 1);
 }
 
-/* The main loop's source of tasks. NULL when the pool stops. */
+/* Whether the loop should end: the pool stopped, or w is a spare the pool no longer
+ * needs. relaxed: stop is set only once everything has run, so a late look costs a
+ * round (the sleep path looks with seq_cst); surplus is a hint (spare.h). */
+static bool
+loop_done(struct worker *w)
+{
+	struct heist_pool *pool = w->pool;
+	return atomic_load_explicit(&pool->stop, memory_order_relaxed) ||
+	       (heist__worker_is_spare(w) && heist__spare_surplus(&pool->spares));
+}
+
+/* The main loop's source of tasks. NULL when the loop should end (loop_done). */
 static struct task *
 next_task(struct worker *w)
 {
@@ -182,6 +192,8 @@ next_task(struct worker *w)
 	if (t)
 		return t;
 	heist__worker_flush_done(w);
+	if (loop_done(w))
+		return NULL;
 	heist__sleep_start_search(&pool->sleep);
 	for (;;) {
 		for (unsigned round = 0; round < pool->spin; round++) {
@@ -192,19 +204,16 @@ next_task(struct worker *w)
 				stop_searching(pool);
 				return t;
 			}
-			/* relaxed: stop is set only once everything has run; a late
-			 * look costs a round, and the sleep path looks with seq_cst. */
-			if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) {
+			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
 			}
-			urcu_qsbr_quiescent_state();
 			heist__backoff_long(round, pool->spin / 2);
 		}
 		heist__sleep_prepare(&pool->sleep, w->index);
 		if (work_visible(pool)) {
 			heist__sleep_cancel(&pool->sleep, w->index);
-			if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) {
+			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
 			}
@@ -212,6 +221,15 @@ next_task(struct worker *w)
 		}
 		sleep_until_woken(w);
 	}
+}
+
+void
+heist__worker_loop(struct worker *w)
+{
+	struct task *t;
+	while ((t = next_task(w)))
+		heist__worker_run(w, t);
+	heist__worker_flush_done(w);
 }
 
 void *
@@ -230,14 +248,7 @@ heist__worker_main(void *arg)
 	if (atomic_fetch_add_explicit(&pool->started, 1, memory_order_release) + 1 == pool->n)
 		heist__futex_wake(&pool->started, INT_MAX);
 	heist__self = w;
-	urcu_qsbr_register_thread();
-	struct task *t;
-	while ((t = next_task(w))) {
-		heist__worker_run(w, t);
-		urcu_qsbr_quiescent_state();
-	}
-	heist__worker_flush_done(w);
-	urcu_qsbr_unregister_thread();
+	heist__worker_loop(w);
 	heist__self = NULL;
 	return NULL;
 }
@@ -246,11 +257,8 @@ bool
 heist__worker_guest_enter(struct heist_pool *pool, int *err)
 {
 	*err = 0;
-	/* A thread that is already a QSBR reader of its own (the application's) must
-	 * not be registered twice, nor have quiescent states reported for it. A busy
-	 * slot (relaxed peek) sends the caller to heist_run at once. */
-	if (urcu_qsbr_read_ongoing() ||
-	    atomic_load_explicit(&pool->guest_busy, memory_order_relaxed))
+	/* relaxed peek: a busy slot sends the caller to heist_run at once. */
+	if (atomic_load_explicit(&pool->guest_busy, memory_order_relaxed))
 		return false;
 	/* Counted as a live job, so destroy waits for the guest (submit.c). */
 	if ((*err = heist__pool_enter(pool)))
@@ -263,7 +271,6 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 		heist__pool_leave(pool, 1);
 		return false;
 	}
-	urcu_qsbr_register_thread();	/* it will read other deques' arrays */
 	heist__self = &pool->workers[pool->n];
 	return true;
 }
@@ -274,7 +281,6 @@ heist__worker_guest_leave(struct heist_pool *pool)
 	struct worker *g = &pool->workers[pool->n];
 	heist__worker_flush_done(g);
 	heist__self = NULL;
-	urcu_qsbr_unregister_thread();
 	/* release: pairs with the next guest's acquire CAS. Before the last leave:
 	 * once live may reach 0, destroy may free the pool. */
 	atomic_store_explicit(&pool->guest_busy, false, memory_order_release);

@@ -25,9 +25,10 @@ struct worker {
 	struct profile *prof;
 	uint64_t rng;
 	uint64_t done_unflushed;	/* jobs finished, not yet subtracted from pool->live */
+	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
 	struct {
 		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,
-			wakes;
+			wakes, parks;
 	} stats;
 	pthread_t thread;
 	const struct victims *victims;	/* whom to steal from (topology.h) */
@@ -39,6 +40,9 @@ struct worker {
 extern __thread struct worker *heist__self __attribute__((tls_model("initial-exec")));
 
 void *heist__worker_main(void *arg);
+
+/* Run tasks until the pool stops, or, for a spare, until it is surplus (spare.h). */
+void heist__worker_loop(struct worker *w);
 
 /* Run a spawned task inline under the profiler (heist_sync when the pool profiles).
  * Counts nothing. */
@@ -67,17 +71,18 @@ heist__worker_pop(struct worker *w)
  * the injector, or one stolen task. NULL if there is none right now. */
 struct task *heist__worker_find_work(struct worker *w);
 
+/* Anything queued in the injector or public in some deque, without asking owners to
+ * publish. Issues a seq_cst fence first (sleep.h's step (2) for a searcher). */
+bool heist__pool_work_visible(struct heist_pool *pool);
+
 /* Report the jobs w finished to the pool's count (submit.c), before w idles. */
 void heist__worker_flush_done(struct worker *w);
 
 /* An outside thread takes the pool's guest slot for the length of a heist_for_each:
  * it becomes a worker without a thread of its own (heist__self points at the slot),
  * forks in place, and its deque is a victim like the others. Returns false when the
- * slot is taken or the thread is already an online QSBR reader (then *err is 0: use
- * heist_run instead), or the pool is shutting down (*err is ESHUTDOWN). A thread the
- * application registered with liburcu-qsbr and put offline cannot be told from an
- * unregistered one through liburcu's API: heist.h asks such threads not to call
- * heist_for_each from outside. */
+ * slot is taken (then *err is 0: use heist_run instead), or the pool is shutting down
+ * (*err is ESHUTDOWN). */
 bool heist__worker_guest_enter(struct heist_pool *pool, int *err);
 void heist__worker_guest_leave(struct heist_pool *pool);
 

@@ -1,6 +1,8 @@
 /* test-deque.c - the deque alone: LIFO pop, FIFO steal, publishing the private
- * region, growth across several doublings, and an owner pushing and popping while
- * three thieves steal, every item taken exactly once. */
+ * region, growth across several doublings, the hazard cells that keep a retired array
+ * alive while a thief reads it, the helper's conditional steal (floor and keep), and
+ * an owner pushing, popping and growing while three thieves steal, every item taken
+ * exactly once. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +21,9 @@ enum { STRESS_ITEMS = 10000000 };
 #endif
 enum { THIEVES = 3 };
 
+/* One hazard cell per thief (the test thread is thief 0 in the single-thread tests). */
+static struct hazard hazards[THIEVES + 1];
+
 /* The deque never dereferences its tasks, so numbers stand in for them. */
 static struct task *item(uintptr_t i) { return (struct task *)(i + 1); }
 static uintptr_t index_of(struct task *t) { return (uintptr_t)t - 1; }
@@ -27,7 +32,8 @@ static int
 setup(void **state)
 {
 	struct deque *dq = aligned_alloc(CACHE_LINE, sizeof(*dq));
-	if (!dq || heist__deque_init(dq, 2))	/* tiny, so tests also grow it */
+	/* tiny, so tests also grow it */
+	if (!dq || heist__deque_init(dq, 2, hazards, THIEVES + 1))
 		return -1;
 	*state = dq;
 	return 0;
@@ -59,12 +65,12 @@ private_tasks_cannot_be_stolen(void **state)
 	struct deque *dq = *state;
 	struct task *t = NULL;
 	assert_int_equal(heist__deque_push(dq, item(7)), 0);
-	assert_int_equal(heist__deque_steal(dq, &t), STEAL_EMPTY);
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_EMPTY);
 	/* The failed steal asked the owner to publish. */
 	assert_true(heist__deque_split_requested(dq));
 	heist__deque_publish(dq, 0);
 	assert_false(heist__deque_split_requested(dq));
-	assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
 	assert_ptr_equal(t, item(7));
 	assert_null(heist__deque_pop(dq));
 }
@@ -78,16 +84,16 @@ steal_is_fifo(void **state)
 	heist__deque_publish(dq, 0);
 	struct task *t;
 	for (uintptr_t i = 0; i < 3; i++) {
-		assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+		assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
 		assert_ptr_equal(t, item(i));
 	}
 	/* The owner takes the other end; public pops go through the CAS protocol. */
 	assert_ptr_equal(heist__deque_pop(dq), item(5));
 	assert_ptr_equal(heist__deque_pop(dq), item(4));
-	assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
 	assert_ptr_equal(t, item(3));
 	assert_null(heist__deque_pop(dq));
-	assert_int_equal(heist__deque_steal(dq, &t), STEAL_EMPTY);
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_EMPTY);
 }
 
 static void
@@ -100,15 +106,76 @@ grows_across_doublings(void **state)
 		if (i == N / 2)
 			heist__deque_publish(dq, 0);	/* grow with public and private parts */
 	}
-	assert_true(dq->grows >= 12);
+	assert_true(dq->array->mask + 1 >= 8192);	/* twelve doublings */
 	assert_int_equal(heist__deque_size(dq), N);
 	struct task *t;
-	assert_int_equal(heist__deque_steal(dq, &t), STEAL_OK);
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
 	assert_ptr_equal(t, item(0));
 	for (uintptr_t i = N; i-- > 1;)
 		assert_ptr_equal(heist__deque_pop(dq), item(i));
 	assert_null(heist__deque_pop(dq));
-	urcu_qsbr_barrier();	/* the retired arrays are freed before the next test */
+	assert_null(dq->retired);	/* no thief held any of the old arrays */
+}
+
+static unsigned
+retired_count(const struct deque *dq)
+{
+	unsigned n = 0;
+	for (const struct deque_array *a = dq->retired; a; a = a->retired_next)
+		n++;
+	return n;
+}
+
+static void
+retired_array_stays_while_a_thief_holds_it(void **state)
+{
+	struct deque *dq = *state;
+	struct deque_array *first = dq->array;
+	/* Thief 2 is inside a steal of the first array. */
+	atomic_store(&hazards[2].array, first);
+	for (uintptr_t i = 0; i < 3; i++)	/* 2 slots: the third push grows */
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	assert_ptr_not_equal(dq->array, first);
+	assert_int_equal(retired_count(dq), 1);
+	assert_ptr_equal(dq->retired, first);
+	/* It lets go; the next growth frees what nobody holds. */
+	atomic_store(&hazards[2].array, NULL);
+	for (uintptr_t i = 3; i < 5; i++)	/* 4 slots: the fifth push grows */
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	assert_int_equal(retired_count(dq), 0);
+	for (uintptr_t i = 5; i-- > 0;)
+		assert_ptr_equal(heist__deque_pop(dq), item(i));
+}
+
+static bool keep_yes(const void *ctx) { (void)ctx; return true; }
+static bool keep_no(const void *ctx) { (void)ctx; return false; }
+
+static void
+steal_above_takes_only_at_or_above_the_floor(void **state)
+{
+	struct deque *dq = *state;
+	for (uintptr_t i = 0; i < 4; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	heist__deque_publish(dq, 0);
+	struct task *t = NULL;
+	/* Items 0 and 1 are below floor 2: not the helper's to take. */
+	assert_int_equal(heist__deque_steal_above(dq, 2, keep_yes, NULL, &t, &hazards[0]),
+			 STEAL_EMPTY);
+	assert_int_equal(heist__deque_size(dq), 4);
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
+	assert_ptr_equal(t, item(0));
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
+	assert_ptr_equal(t, item(1));
+	/* The top is at the floor now, but the awaited task is done: nothing taken. */
+	assert_int_equal(heist__deque_steal_above(dq, 2, keep_no, NULL, &t, &hazards[0]),
+			 STEAL_EMPTY);
+	assert_int_equal(heist__deque_size(dq), 2);
+	assert_int_equal(heist__deque_steal_above(dq, 2, keep_yes, NULL, &t, &hazards[0]),
+			 STEAL_OK);
+	assert_ptr_equal(t, item(2));
+	assert_null(atomic_load(&hazards[0].array));	/* every steal lets go */
+	assert_ptr_equal(heist__deque_pop(dq), item(3));
+	assert_null(heist__deque_pop(dq));
 }
 
 struct stress {
@@ -127,15 +194,20 @@ take(struct stress *s, struct task *t, uint64_t *sum)
 	*sum += i;
 }
 
+struct thief_arg {
+	struct stress *s;
+	struct hazard *hazard;	/* the thief's own cell */
+};
+
 static void *
 thief(void *arg)
 {
-	struct stress *s = arg;
+	struct thief_arg *ta = arg;
+	struct stress *s = ta->s;
 	uint64_t n = 0, sum = 0;
-	urcu_qsbr_register_thread();
-	for (unsigned round = 0;; round++) {
+	for (;;) {
 		struct task *t;
-		enum steal_result r = heist__deque_steal(s->dq, &t);
+		enum steal_result r = heist__deque_steal(s->dq, &t, ta->hazard);
 		if (r == STEAL_OK) {
 			take(s, t, &sum);
 			n++;
@@ -143,10 +215,7 @@ thief(void *arg)
 			   atomic_load_explicit(&s->owner_done, memory_order_acquire)) {
 			break;
 		}
-		if (round % 64 == 0)
-			urcu_qsbr_quiescent_state();
 	}
-	urcu_qsbr_unregister_thread();
 	atomic_fetch_add(&s->stolen, n);
 	atomic_fetch_add(&s->stolen_sum, sum);
 	return NULL;
@@ -159,8 +228,11 @@ owner_and_three_thieves_take_each_item_once(void **state)
 	s.taken = calloc(STRESS_ITEMS, 1);
 	assert_non_null(s.taken);
 	pthread_t th[THIEVES];
-	for (int i = 0; i < THIEVES; i++)
-		assert_int_equal(pthread_create(&th[i], NULL, thief, &s), 0);
+	struct thief_arg ta[THIEVES];
+	for (int i = 0; i < THIEVES; i++) {
+		ta[i] = (struct thief_arg){&s, &hazards[i + 1]};
+		assert_int_equal(pthread_create(&th[i], NULL, thief, &ta[i]), 0);
+	}
 
 	uint64_t popped = 0, popped_sum = 0, rng = 88172645463325252ULL;
 	uintptr_t next = 0;
@@ -195,9 +267,8 @@ owner_and_three_thieves_take_each_item_once(void **state)
 		if (atomic_load_explicit(&s.taken[i], memory_order_relaxed) != 1)
 			fail_msg("item %zu taken %u times", (size_t)i, (unsigned)s.taken[i]);
 	assert_true(s.stolen > 0);	/* the thieves did take part */
-	assert_true(s.dq->grows > 0);
+	assert_true(s.dq->array->mask > 1);	/* it grew while thieves stole */
 	free((void *)s.taken);
-	urcu_qsbr_barrier();
 }
 
 int
@@ -208,6 +279,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(private_tasks_cannot_be_stolen, setup, teardown),
 		cmocka_unit_test_setup_teardown(steal_is_fifo, setup, teardown),
 		cmocka_unit_test_setup_teardown(grows_across_doublings, setup, teardown),
+		cmocka_unit_test_setup_teardown(retired_array_stays_while_a_thief_holds_it,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(steal_above_takes_only_at_or_above_the_floor,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(owner_and_three_thieves_take_each_item_once,
 						setup, teardown),
 	};

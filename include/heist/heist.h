@@ -70,7 +70,14 @@ struct heist_config {
 	const char *name;	/**< thread-name prefix; NULL: "heist" */
 	size_t stack_size;	/**< worker stack bytes; 0: 64 MiB, deep enough for recursion
 				     thousands of levels deep (mapped lazily) */
+	unsigned max_spares;	/**< spare threads the pool may run at once while workers
+				     are parked in waits (see heist_future_wait); 0: as
+				     many as threads, at least 8; HEIST_SPARES_NONE: none;
+				     at most HEIST_MAX_THREADS (@since 0.1) */
 };
+
+/** heist_config.max_spares: never start a spare thread. */
+#define HEIST_SPARES_NONE 0xffffffffu
 
 /* ---------------------------------------------------------------------------------- */
 /* Pool                                                                               */
@@ -336,6 +343,9 @@ struct heist_stats {
 	uint64_t sleeps;
 	uint64_t wakes;
 	unsigned bind_failures;	  /**< workers that asked to be pinned and could not be */
+	unsigned spares;	  /**< spare threads alive now (see max_spares) */
+	uint64_t spares_started;  /**< spare threads started since the pool was created */
+	uint64_t parks;		  /**< waits in which a worker parked, helping with nothing */
 };
 
 /**

@@ -1,0 +1,81 @@
+/* spare.h - compensation (spare.c): spare threads that keep a pool's parallelism while
+ * some of its workers are parked in waits that could help with nothing (wait.c), as
+ * Java's ForkJoinPool compensates a blocked join. A spare is a worker slot after the
+ * guest slot, with a deque of its own; it runs the ordinary worker loop while the
+ * pool has fewer spares running than workers parked, retires when it has more, and
+ * its thread exits after a keep-alive spent idle. At most max spares exist at once. */
+#ifndef HEIST_SPARE_H
+#define HEIST_SPARE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+struct heist_pool;
+struct worker;
+
+struct spare {
+	/* The idle spare's futex word: SPARE_WAITING while it waits to be called,
+	 * another value once called. Only it and its caller touch it. */
+	_Atomic uint32_t word;
+	int state;			/* SPARE_FREE ... SPARE_EXITED, under the lock */
+	bool joinable;			/* a thread was started here and not yet joined */
+	pthread_t thread;
+};
+
+struct spares {
+	/* Written under `lock` only; read without it (relaxed) by spares deciding
+	 * whether they are surplus, where a stale value costs one more look. */
+	CACHE_ALIGNED _Atomic unsigned parked;	/* workers parked in waits */
+	_Atomic unsigned active;		/* spares running the worker loop */
+	/* Slots whose deque exists: thieves visit n+1 .. n+hw. Raised with release
+	 * after the slot is ready; read with acquire (heist__spares_slots). */
+	_Atomic unsigned hw;
+
+	pthread_mutex_t lock;
+	unsigned max;
+	unsigned alive;			/* threads started and not exited */
+	uint64_t started;		/* threads ever started */
+	bool stopping;			/* teardown: idle spares exit */
+	struct spare *slot;		/* max of them */
+	unsigned *idle;			/* indices of idle spares, a stack */
+	unsigned nidle;
+};
+
+/* Tests only: how long an idle spare thread waits to be called before it exits. */
+extern uint64_t heist__spare_keepalive_ns;
+
+int heist__spares_init(struct spares *s, unsigned max);
+void heist__spares_fini(struct spares *s);
+
+/* Teardown, after the pool stopped: let idle spares exit and join every spare thread. */
+void heist__spares_join(struct heist_pool *pool);
+
+/* A worker (not the guest) is about to park in a wait / has woken from it. */
+void heist__spare_park(struct heist_pool *pool);
+void heist__spare_unpark(struct heist_pool *pool);
+
+/* Spare slots that may hold tasks: for thieves and for every scan of the deques. */
+static inline unsigned
+heist__spares_slots(struct spares *s)
+{
+	/* acquire: pairs with the release store that raises hw after the slot's
+	 * deque is initialized. */
+	return atomic_load_explicit(&s->hw, memory_order_acquire);
+}
+
+/* A spare with an empty deque asks whether the pool still needs it. relaxed: see
+ * struct spares; the retirement itself re-checks under the lock. */
+static inline bool
+heist__spare_surplus(struct spares *s)
+{
+	return atomic_load_explicit(&s->active, memory_order_relaxed) >
+	       atomic_load_explicit(&s->parked, memory_order_relaxed);
+}
+
+/* Counters for heist_pool_stats. */
+void heist__spares_count(struct heist_pool *pool, unsigned *alive, uint64_t *started);
+
+#endif
