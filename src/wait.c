@@ -84,10 +84,12 @@ runner_of(const struct awaited *a, int64_t *floor)
 	struct worker *r;
 	if (a->job) {
 		r = atomic_load_explicit(&a->job->runner, memory_order_acquire);
-		*floor = a->job->task.floor;
+		if (r)
+			*floor = a->job->task.floor;
 	} else {
 		r = atomic_load_explicit(&a->task->thief, memory_order_acquire);
-		*floor = a->task->floor;
+		if (r)
+			*floor = a->task->floor;
 	}
 	return r;
 }
