@@ -255,6 +255,19 @@ heist_pool_pending(const heist_pool *pool)
 }
 
 HEIST_EXPORT int
+heist_thread_index(void)
+{
+	struct worker *w = heist__self;
+	return w ? (int)w->index : -1;
+}
+
+HEIST_EXPORT unsigned
+heist_pool_threads(const heist_pool *pool)
+{
+	return pool ? pool->slots_max : 0;
+}
+
+HEIST_EXPORT int
 heist_worker_index(void)
 {
 	struct worker *w = heist__self;

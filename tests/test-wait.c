@@ -127,19 +127,25 @@ struct shape {
 	atomic_int x_done, x_bad;
 	atomic_int z_worker;		/* where Z ran */
 	atomic_int x_on_z_worker;	/* X jobs run by Z's worker while Z waited */
+	atomic_int bad_thread_index;	/* heist_thread_index() out of its range */
 };
 
-/* heist_sync shape: a for_each of two indices in Z; the thief takes index 1 and holds
- * it; Z runs index 0 and waits in the loop's sync. */
+/* heist_sync shape: a for_each of two indices in Z. Z splits off index 1, which the
+ * idle worker steals (Z publishes a split at once while a worker is idle) and holds;
+ * Z runs index 0, which returns only once the thief has index 1, so Z's sync of it
+ * always finds it stolen, and waits. */
 static int
 shape_body(void *arg, size_t b, size_t e)
 {
 	struct shape *s = arg;
 	for (size_t i = b; i < e; i++) {
-		if (i == 1)
+		if (i == 1) {
 			latch_hold(&s->hold);
-		else
-			atomic_store(&s->z_waiting, true);	/* Z syncs next */
+		} else {
+			bool ok;
+			POLL(ok, atomic_load(&s->hold.entered) == 1);
+			atomic_store(&s->z_waiting, ok);	/* Z syncs next */
+		}
 	}
 	return 0;
 }
@@ -173,6 +179,9 @@ static int
 x_task(void *arg)
 {
 	struct shape *s = arg;
+	int ti = heist_thread_index(), wi = heist_worker_index();
+	if (ti < 0 || (unsigned)ti >= heist_pool_threads(s->pool) || (wi >= 0 && wi != ti))
+		atomic_fetch_add(&s->bad_thread_index, 1);
 	if (heist_worker_index() >= 0 && heist_worker_index() == atomic_load(&s->z_worker) &&
 	    !atomic_load(&s->hold.open))
 		atomic_fetch_add(&s->x_on_z_worker, 1);
@@ -226,6 +235,8 @@ run_shape(bool through_future, unsigned max_spares)
 	assert_int_equal(atomic_load(&s.x_bad), 0);
 	/* The rule itself: Z's worker ran no X on top of Z. */
 	assert_int_equal(atomic_load(&s.x_on_z_worker), 0);
+	/* Spares too have a thread index within the pool's range. */
+	assert_int_equal(atomic_load(&s.bad_thread_index), 0);
 	return during;
 }
 
@@ -556,8 +567,9 @@ destroying_a_pool_waits_for_nothing_of_other_pools(void **state)
 	POLL(ok, atomic_load(&hold.entered) == 2);
 	assert_true(ok);
 
-	/* Pool B grows its deque, then is destroyed by another thread. */
-	struct destroyer d = {.pool = make_pool(2, 0)};
+	/* Pool B grows its deque (one worker: nobody steals, all WIDE are queued at
+	 * once), then another thread destroys it. */
+	struct destroyer d = {.pool = make_pool(1, 0)};
 	struct wide w = wide_new();
 	assert_int_equal(heist_run(d.pool, wide, &w), 0);
 	assert_int_equal(w.sum, WIDE);

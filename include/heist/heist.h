@@ -96,9 +96,14 @@ HEIST_EXPORT int heist_pool_create(heist_pool **out, const struct heist_config *
 /**
  * Drain and destroy a pool: run every task that was accepted (tasks running during the
  * drain may still submit and spawn, and that work runs too), satisfy every future, then
- * join the workers. From the moment it starts, submits from outside threads get
- * ESHUTDOWN. Futures outlive the pool: they may be waited on and released afterwards.
- * Calling it from one of the pool's own tasks is misuse and aborts with a message.
+ * join the workers and any spare threads. From the moment it starts, submits from
+ * outside threads get ESHUTDOWN. Futures outlive the pool: they may be waited on and
+ * released afterwards. It waits for this pool's tasks only: never for tasks of other
+ * pools, nor for other threads of the process.
+ * Misuse aborts with a message: calling it from one of the pool's own tasks (it would
+ * wait for itself), or on a pointer that is not a live pool (destroyed already, say).
+ * A pool destroyed twice whose memory was meanwhile reused by a new pool destroys that
+ * one: the check cannot tell them apart.
  * @param[in] pool  The pool, or NULL (no-op).
  * @since 0.1
  */
@@ -116,10 +121,32 @@ HEIST_EXPORT unsigned heist_pool_size(const heist_pool *pool);
 HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
 
 /**
- * The calling thread's index in its pool, 0..size-1, when it is a worker; -1 otherwise.
+ * The calling thread's index in its pool, 0..size-1, when it is one of the pool's
+ * workers; -1 otherwise. -1 also in a heist_for_each body that runs on the calling
+ * thread of an outside for_each (the guest slot), and on a spare thread standing in
+ * for a parked worker (see heist_future_wait): code that indexes per-worker data by
+ * it must handle -1 (or use heist_thread_index()).
  * @since 0.1
  */
 HEIST_EXPORT int heist_worker_index(void);
+
+/**
+ * The calling thread's index among every thread that may run a task of its pool:
+ * 0..size-1 for the workers (as heist_worker_index), size for the guest slot of an
+ * outside heist_for_each, and above for spare threads, below heist_pool_threads();
+ * -1 on a thread that is none of these. Unique among the threads running the pool's
+ * tasks at any moment, so it can index per-thread scratch data.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_thread_index(void);
+
+/**
+ * The number of distinct heist_thread_index() values a pool's threads can have:
+ * its workers, its guest slot and its spare slots (heist_config.max_spares). 0 for
+ * NULL.
+ * @since 0.1
+ */
+HEIST_EXPORT unsigned heist_pool_threads(const heist_pool *pool);
 
 /* ---------------------------------------------------------------------------------- */
 /* Tasks and futures                                                                  */
@@ -152,10 +179,19 @@ HEIST_EXPORT int heist_submit_copy(heist_pool *pool, heist_fn fn, const void *ar
  * @param[in] f  The future; the caller still owns it and releases it later.
  * @returns The task's own return value, or ECANCELED if it was cancelled before it ran;
  *          EINVAL if f is NULL.
- * Any thread may call this, any number of times. On a worker it runs other tasks while
- * it waits (so a task may wait for a task it submitted, even on a one-worker pool); on
- * another thread it spins briefly, then sleeps. All the task's writes are visible to the
- * caller once it returns.
+ * Any thread may call this, any number of times. All the task's writes are visible to
+ * the caller once it returns.
+ * On another thread it spins briefly, then sleeps. On a worker it never runs work that
+ * could in turn wait for the task that waits: it runs the awaited task itself if that
+ * is still queued in the worker's own pool (so a task may wait for a task it
+ * submitted, even on a one-worker pool), and helps with the awaited task's own
+ * fork-join children while another worker runs it; when it can help with nothing it
+ * parks, and while other work waits a spare thread runs in its place (at most
+ * heist_config.max_spares at once; they exit after about 2 s idle). So waits inside
+ * tasks cannot deadlock one another within a pool, whatever waits for what, as long
+ * as the waits themselves form no cycle. A task that waits for a job of another pool
+ * needs a thread of that pool: pools whose tasks wait for each other's queued jobs can
+ * hold each other's threads, as any two thread pools can (spares make it unlikely).
  * @since 0.1
  */
 HEIST_EXPORT int heist_future_wait(heist_future *f);
@@ -164,6 +200,9 @@ HEIST_EXPORT int heist_future_wait(heist_future *f);
  * Wait at most timeout_ns nanoseconds for a future.
  * @returns true if the task is done (heist_future_wait then returns at once), false on
  *          timeout or if f is NULL.
+ * A timeout too large to add to the current time (UINT64_MAX, say) means forever. On a
+ * worker the only task it runs meanwhile is the awaited one, if still queued in its
+ * pool, so it returns within the timeout plus, at most, that task's own run.
  * @since 0.1
  */
 HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
@@ -185,7 +224,10 @@ HEIST_EXPORT void heist_future_cancel(heist_future *f);
 
 /**
  * Release the caller's reference. A future released before it was waited for is
- * detached: its task still runs. NULL is a no-op.
+ * detached: its task still runs. NULL is a no-op. Releasing a future twice is misuse:
+ * it aborts with a message while the record is still the same future's (queued,
+ * running, or freed and not yet reused); once the record was reused by a later
+ * submit, a second release is undefined.
  * @since 0.1
  */
 HEIST_EXPORT void heist_future_release(heist_future *f);
@@ -250,10 +292,7 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
  * it occupies the pool's guest slot for the call (a worker record without a thread of
  * its own), runs sub-ranges itself and lets the workers steal the rest; in those
  * bodies heist_worker_index() is -1. One outside caller at a time has the slot;
- * others, and worker threads of other pools, enter as heist_run does and wait. For
- * the call, the caller registers itself as a liburcu-qsbr reader: a thread that the
- * application has itself registered with liburcu-qsbr must not call heist_for_each
- * on a pool it is not a worker of (an online one is detected and waits instead). The
+ * others, and worker threads of other pools, enter as heist_run does and wait. The
  * first nonzero body result stops the sub-ranges not yet started,
  * waits for those running, and is returned; no body runs after the call returns.
  * @returns 0; the first nonzero body result; EINVAL if pool or body is NULL or
@@ -296,9 +335,14 @@ HEIST_EXPORT void heist_spawn(heist_task *t, heist_fn fn, void *arg);
 
 /**
  * Wait for a spawned task and return fn's value. If nobody stole it, it runs now,
- * inline. If it was stolen, the caller runs other work (the thief's first) until it is
- * done. Syncs must come in the reverse order of their spawns (strict fork-join, as in
- * Cilk); debug builds check this with an assertion.
+ * inline. If it was stolen, the caller helps with the stolen task's own children (it
+ * steals them back from the thief) until it is done, and parks when there are none,
+ * as heist_future_wait does. Syncs must come in the reverse order of their spawns
+ * (strict fork-join, as in Cilk); debug builds check this with an assertion.
+ * A record that holds no spawned task (never spawned, zeroed) aborts with a message;
+ * debug builds (-Db_ndebug=false) also abort on a second sync of the same spawn.
+ * In release builds a second sync of a task that had been stolen returns its result
+ * again, and one of a task that ran inline is undefined (it may wait forever).
  * @since 0.1
  */
 HEIST_EXPORT int heist_sync(heist_task *t);
@@ -343,7 +387,8 @@ struct heist_stats {
 	uint64_t sleeps;
 	uint64_t wakes;
 	unsigned bind_failures;	  /**< workers that asked to be pinned and could not be */
-	unsigned spares;	  /**< spare threads alive now (see max_spares) */
+	unsigned spares;	  /**< spare threads alive now (see max_spares); their
+				       work is in the totals above */
 	uint64_t spares_started;  /**< spare threads started since the pool was created */
 	uint64_t parks;		  /**< waits in which a worker parked, helping with nothing */
 };
