@@ -327,7 +327,8 @@ heist_profile_report(heist_pool *pool, struct heist_latency_report *out)
 		return err;
 	if (!out)
 		return EINVAL;
-	return report(pool, 0, pool->slots, out);	/* the guest slot's tasks too */
+	/* The guest slot's and the spares' tasks too. */
+	return report(pool, 0, heist__pool_slots_used(pool), out);
 }
 
 HEIST_EXPORT int
@@ -356,9 +357,10 @@ heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind, const 
 		if (!(q[i] >= 0.0 && q[i] <= 1.0))	/* NaN fails both */
 			return EINVAL;
 	struct merged m;
-	if ((err = merge(pool, 0, pool->slots, &m)))
+	unsigned slots = heist__pool_slots_used(pool);
+	if ((err = merge(pool, 0, slots, &m)))
 		return err;
-	uint64_t *sorted = sorted_latencies(pool, 0, pool->slots, (int)kind, &m);
+	uint64_t *sorted = sorted_latencies(pool, 0, slots, (int)kind, &m);
 	for (size_t i = 0; i < n; i++)
 		out[i] = quantile(&m, (int)kind, sorted, q[i]);
 	free(sorted);
@@ -376,7 +378,7 @@ heist_profile_samples(heist_pool *pool,
 		return err;
 	if (!fn)
 		return EINVAL;
-	for (unsigned w = 0; w < pool->slots; w++) {
+	for (unsigned w = 0, slots = heist__pool_slots_used(pool); w < slots; w++) {
 		struct profile *p = pool->workers[w].prof;
 		size_t len = atomic_load_explicit(&p->len, memory_order_acquire);
 		for (size_t i = 0; i < len; i++)
@@ -390,6 +392,6 @@ heist_profile_reset(heist_pool *pool)
 {
 	if (check(pool))
 		return;
-	for (unsigned w = 0; w < pool->slots; w++)
+	for (unsigned w = 0, slots = heist__pool_slots_used(pool); w < slots; w++)
 		profile_clear(pool->workers[w].prof);
 }

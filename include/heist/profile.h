@@ -66,10 +66,11 @@ enum heist_latency_kind {
 	HEIST_LATENCY_END_TO_END = 1
 };
 
-/** One task as the profiler saw it: counter values, and the worker that ran it. */
+/** One task as the profiler saw it: counter values, and the thread that ran it. */
 struct heist_profile_sample {
 	uint64_t created, started, ended;
-	unsigned worker;
+	unsigned worker;	/**< the runner's heist_thread_index(): a worker below
+				     heist_pool_size(), the guest slot at it, a spare above */
 };
 
 /**
