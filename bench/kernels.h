@@ -1,13 +1,13 @@
 /* kernels.h - the per-task work of the workloads of WORKLOADS.md, shared by every
  * implementation (serial, heist, baseline pool, OpenMP, oneTBB) so that all of them run
  * exactly the same operations; only the way tasks are made differs. Compiles as C11
- * and as C++ (peer_tbb.cpp includes it). The expected answers live here too. */
+ * and as C++ (peer_tbb.cpp includes it). The expected answers live here too. W8's
+ * tree is in w8.h, which heist-latency shares. */
 #ifndef HEIST_BENCH_KERNELS_H
 #define HEIST_BENCH_KERNELS_H
 
 #include <stdint.h>
 #include <stddef.h>
-#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -177,29 +177,6 @@ w7_rows(const double *A, const double *B, double *C, size_t n, size_t r0, size_t
 				c[j] += a * b[j];
 		}
 	}
-}
-
-/* ---- W8 latency tree ------------------------------------------------------------- */
-
-enum { W8_ITERS = 500 };
-
-/* A node's result: how many nodes below it (itself included) and the sum of their
- * work results' bit patterns, mod 2^64 (integer, so the sum is the same in any order). */
-struct w8_result {
-	uint64_t nodes, sum;
-};
-
-/* Node `index` (heap numbering: children 2i+1, 2i+2) does W8_ITERS rounds on a local
- * double; its bits go into the sum, so the loop cannot be optimised away. */
-static inline uint64_t
-w8_work(uint64_t index)
-{
-	double x = (double)index * 1e-3;
-	for (int k = 0; k < W8_ITERS; k++)
-		x = x * 1.0000001 + 1e-9;
-	uint64_t bits;
-	memcpy(&bits, &x, sizeof bits);
-	return bits;
 }
 
 /* ---- W5 submit storm ------------------------------------------------------------- */

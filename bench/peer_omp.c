@@ -150,29 +150,27 @@ peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, s
 /* ---- W8 latency tree: both children are tasks ---------------------------------------- */
 
 static void
-tree(uint64_t index, int depth, int max_depth, struct w8_result *r)
+tree(struct w8_node *n)
 {
-	r->nodes = 1;
-	r->sum = w8_work(index);
-	if (depth == max_depth)
+	if (!w8_visit(n))
 		return;
-	struct w8_result kid[2];
-	struct w8_result *k0 = &kid[0], *k1 = &kid[1];
-#pragma omp task firstprivate(k0, index, depth, max_depth)
-	tree(2 * index + 1, depth + 1, max_depth, k0);
-#pragma omp task firstprivate(k1, index, depth, max_depth)
-	tree(2 * index + 2, depth + 1, max_depth, k1);
+	struct w8_node kid[2];
+	w8_children(kid, n);
+	struct w8_node *k0 = &kid[0], *k1 = &kid[1];
+#pragma omp task firstprivate(k0)
+	tree(k0);
+#pragma omp task firstprivate(k1)
+	tree(k1);
 #pragma omp taskwait
-	r->nodes += kid[0].nodes + kid[1].nodes;
-	r->sum += kid[0].sum + kid[1].sum;
+	w8_gather(n, kid);
 }
 
 struct w8_result
-peer_omp_tree(unsigned threads, int depth)
+peer_omp_tree(unsigned threads, unsigned depth, unsigned payload)
 {
-	struct w8_result root = { 0, 0 };
+	struct w8_node root = w8_root(depth, payload);
 #pragma omp parallel num_threads(threads) shared(root)
 #pragma omp single
-	tree(0, 0, depth, &root);
-	return root;
+	tree(&root);
+	return root.r;
 }

@@ -117,19 +117,17 @@ uts(uts_node *node)
 /* ---- W8 latency tree: both children are tasks ---------------------------------- */
 
 void
-tree(uint64_t index, int depth, int max_depth, w8_result *r)
+tree(w8_node *n)
 {
-	r->nodes = 1;
-	r->sum = w8_work(index);
-	if (depth == max_depth)
+	if (!w8_visit(n))
 		return;
-	w8_result kid[2];
+	w8_node kid[2];
+	w8_children(kid, n);
 	tbb::task_group g;
-	g.run([&kid, index, depth, max_depth] { tree(2 * index + 1, depth + 1, max_depth, &kid[0]); });
-	g.run([&kid, index, depth, max_depth] { tree(2 * index + 2, depth + 1, max_depth, &kid[1]); });
+	g.run([&kid] { tree(&kid[0]); });
+	g.run([&kid] { tree(&kid[1]); });
 	g.wait();
-	r->nodes += kid[0].nodes + kid[1].nodes;
-	r->sum += kid[0].sum + kid[1].sum;
+	w8_gather(n, kid);
 }
 
 } // namespace
@@ -236,11 +234,11 @@ peer_tbb_matmul(const double *A, const double *B, double *C, size_t n)
 }
 
 w8_result
-peer_tbb_tree(int depth)
+peer_tbb_tree(unsigned depth, unsigned payload)
 {
-	w8_result root{};
-	arena->execute([&] { tree(0, 0, depth, &root); });
-	return root;
+	w8_node root = w8_root(depth, payload);
+	arena->execute([&] { tree(&root); });
+	return root.r;
 }
 
 } // extern "C"

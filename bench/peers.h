@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#include "w8.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,8 +26,8 @@ void peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters
 void peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps);
 /* W7: C = A x B, `parallel for` over the rows of C. */
 void peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n);
-/* W8: the binary tree of depth `depth` (2^(depth+1) - 1 nodes), a task per child. */
-struct w8_result peer_omp_tree(unsigned threads, int depth);
+/* W8: the binary tree of w8.h (2^(depth+1) - 1 nodes), a task per child. */
+struct w8_result peer_omp_tree(unsigned threads, unsigned depth, unsigned payload);
 #endif
 
 #ifdef HEIST_BENCH_TBB
@@ -47,8 +48,8 @@ int peer_tbb_round_trip(void);
 void peer_tbb_for_each(double *a, size_t n, unsigned reps);
 /* W7: C = A x B, parallel_for over the rows of C (auto partitioner), in the arena. */
 void peer_tbb_matmul(const double *A, const double *B, double *C, size_t n);
-/* W8: the binary tree, a task_group run per child. */
-struct w8_result peer_tbb_tree(int depth);
+/* W8: the binary tree of w8.h, a task_group run per child. */
+struct w8_result peer_tbb_tree(unsigned depth, unsigned payload);
 #endif
 
 #ifdef __cplusplus

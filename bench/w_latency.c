@@ -1,8 +1,8 @@
 /* w_latency.c - W8: a fork-join binary tree of depth D (2^(D+1) - 1 nodes, every one a
- * task but the root), each node doing a 500-iteration floating-point loop (w8_work)
- * before it spawns its two children and syncs them. The answer is the node count and
- * the sum of the loops' bit patterns mod 2^64, checked against a loop over the same node
- * indices computed before any clock.
+ * task but the root), each node doing a 500-iteration floating-point loop before it
+ * spawns its two children and syncs them: the tree of w8.c, which heist-latency runs
+ * too. The answer is the node count and the sum of the loops' bit patterns mod 2^64,
+ * checked against a loop over the same node indices computed before any clock.
  *
  * Rows: serial (plain recursion); heist with the profiler off and heist-prof with it on
  * (heist_config.profile), for the profiler's cost on a workload of ~1 us tasks and for
@@ -11,8 +11,8 @@
  * job of tools/heist-latency; this row keeps the three that have targets. */
 #include "workloads.h"
 
-#include "kernels.h"
 #include "peers.h"
+#include "w8.h"
 
 #include <heist/profile.h>
 
@@ -20,75 +20,30 @@
 #include <stdio.h>
 
 struct tree {
-	int depth;
+	unsigned depth, payload;
 	struct w8_result want;
 	heist_pool *pool;
 	unsigned threads;
 	bool profiled;		/* reset the pool's profile before the first timed run */
 };
 
-struct node {
-	uint64_t index;
-	int depth, max_depth;
-	struct w8_result r;
-};
-
 static void
 check(const struct tree *t, const char *impl, unsigned threads, struct w8_result got)
 {
-	bench_check("W8 tree nodes", impl, threads, (long long)got.nodes, (long long)t->want.nodes);
+	bench_check("W8 tree nodes", impl, threads, (long long)got.tasks, (long long)t->want.tasks);
 	if (got.sum != t->want.sum)
 		bench_fail("WRONG ANSWER: W8 tree sum, %s with %u threads: got 0x%016" PRIx64
 			   ", expected 0x%016" PRIx64, impl, threads, got.sum, t->want.sum);
-}
-
-static void
-visit(struct node *nd)
-{
-	nd->r.nodes = 1;
-	nd->r.sum = w8_work(nd->index);
-	if (nd->depth == nd->max_depth)
-		return;
-	struct node kid[2] = {
-		{ 2 * nd->index + 1, nd->depth + 1, nd->max_depth, { 0, 0 } },
-		{ 2 * nd->index + 2, nd->depth + 1, nd->max_depth, { 0, 0 } },
-	};
-	visit(&kid[0]);
-	visit(&kid[1]);
-	nd->r.nodes += kid[0].r.nodes + kid[1].r.nodes;
-	nd->r.sum += kid[0].r.sum + kid[1].r.sum;
-}
-
-static int
-node_task(void *p)
-{
-	struct node *nd = p;
-	nd->r.nodes = 1;
-	nd->r.sum = w8_work(nd->index);
-	if (nd->depth == nd->max_depth)
-		return 0;
-	struct node kid[2] = {
-		{ 2 * nd->index + 1, nd->depth + 1, nd->max_depth, { 0, 0 } },
-		{ 2 * nd->index + 2, nd->depth + 1, nd->max_depth, { 0, 0 } },
-	};
-	heist_task t[2];
-	heist_spawn(&t[0], node_task, &kid[0]);
-	heist_spawn(&t[1], node_task, &kid[1]);
-	heist_sync(&t[1]);	/* reverse order of the spawns */
-	heist_sync(&t[0]);
-	nd->r.nodes += kid[0].r.nodes + kid[1].r.nodes;
-	nd->r.sum += kid[0].r.sum + kid[1].r.sum;
-	return 0;
 }
 
 static uint64_t
 run_serial(void *ctx, int rep)
 {
 	struct tree *t = ctx;
-	struct node root = { 0, 0, t->depth, { 0, 0 } };
+	struct w8_node root = w8_root(t->depth, t->payload);
 	(void)rep;
 	uint64_t t0 = bench_now_ns();
-	visit(&root);
+	w8_serial(&root);
 	uint64_t ns = bench_now_ns() - t0;
 	check(t, "serial", 1, root.r);
 	return ns;
@@ -98,15 +53,15 @@ static uint64_t
 run_heist(void *ctx, int rep)
 {
 	struct tree *t = ctx;
-	struct node root = { 0, 0, t->depth, { 0, 0 } };
+	struct w8_result r;
 	if (t->profiled && rep == 0)
 		heist_profile_reset(t->pool);	/* report the timed runs only */
 	uint64_t t0 = bench_now_ns();
-	int err = heist_run(t->pool, node_task, &root);
+	int err = w8_run(t->pool, t->depth, t->payload, &r);
 	uint64_t ns = bench_now_ns() - t0;
 	if (err)
 		bench_fail("W8: heist_run returned %d", err);
-	check(t, t->profiled ? "heist-prof" : "heist", t->threads, root.r);
+	check(t, t->profiled ? "heist-prof" : "heist", t->threads, r);
 	return ns;
 }
 
@@ -117,7 +72,7 @@ run_omp(void *ctx, int rep)
 	struct tree *t = ctx;
 	(void)rep;
 	uint64_t t0 = bench_now_ns();
-	struct w8_result r = peer_omp_tree(t->threads, t->depth);
+	struct w8_result r = peer_omp_tree(t->threads, t->depth, t->payload);
 	uint64_t ns = bench_now_ns() - t0;
 	check(t, "omp", t->threads, r);
 	return ns;
@@ -131,7 +86,7 @@ run_tbb(void *ctx, int rep)
 	struct tree *t = ctx;
 	(void)rep;
 	uint64_t t0 = bench_now_ns();
-	struct w8_result r = peer_tbb_tree(t->depth);
+	struct w8_result r = peer_tbb_tree(t->depth, t->payload);
 	uint64_t ns = bench_now_ns() - t0;
 	check(t, "tbb", t->threads, r);
 	return ns;
@@ -154,17 +109,15 @@ w8_latency(const struct bench_opts *o)
 {
 	if (!bench_selected(o, "W8", "W8"))
 		return;
-	int depth = o->quick ? 15 : 19;
+	unsigned depth = o->quick ? 15 : 19;
 	unsigned N = o->threads;
 	char size[24];
-	snprintf(size, sizeof size, "depth %d", depth);
-	uint64_t tasks = ((uint64_t)1 << (depth + 1)) - 1;
+	snprintf(size, sizeof size, "depth %u", depth);
+	uint64_t tasks = w8_tasks(depth);
 	bench_progress("W8 tree %s (%" PRIu64 " tasks):", size, tasks);
 
-	struct tree serial = { .depth = depth, .threads = 1 };
-	serial.want.nodes = tasks;
-	for (uint64_t i = 0; i < tasks; i++)
-		serial.want.sum += w8_work(i);
+	struct tree serial = { .depth = depth, .payload = W8_PAYLOAD, .threads = 1 };
+	serial.want = w8_expected(depth, W8_PAYLOAD);
 	struct tree off = serial, on = serial, peer = serial;
 	off.threads = on.threads = peer.threads = N;
 	on.profiled = true;
@@ -215,7 +168,7 @@ w8_latency(const struct bench_opts *o)
 				 rep.exact ? "exact" : "histogram, within 1%");
 		}
 	}
-	row_note(bench_row_for("W8", size, "serial", 1), "500 iterations per node");
+	row_note(bench_row_for("W8", size, "serial", 1), "%u iterations per node", serial.payload);
 	heist_pool_destroy(off.pool);
 	heist_pool_destroy(on.pool);
 }
