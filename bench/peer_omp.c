@@ -3,7 +3,8 @@
  * thread that enters making the first task; children are `omp task` with shared result
  * slots and `taskwait`, the same shape as the heist versions. OpenMP's team includes
  * the calling thread, so `threads` counts it. The loops (W4, W7) are `parallel for
- * schedule(static)` instead. Built only with OpenMP (HEIST_BENCH_OMP). */
+ * schedule(static)` instead. Built only with OpenMP (HEIST_BENCH_OMP); the kernels are
+ * kernels.h's and w8.h's, as for heist and serial. */
 #include "peers.h"
 
 #include <omp.h>
@@ -38,25 +39,18 @@ peer_omp_fib(unsigned threads, int n)
 static void
 nqueens(struct nq_arg *a)
 {
-	if (a->rows == a->n) {
-		a->count = 1;
+	if (nq_solved(a))
 		return;
-	}
 	struct nq_arg kid[NQ_MAX];
 	int k = 0;
-	for (int col = 0; col < a->n; col++) {
-		if (!nq_safe(a->board, a->rows, col))
-			continue;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
 		nq_child(&kid[k], a, col);
 		struct nq_arg *c = &kid[k++];
 #pragma omp task firstprivate(c)
 		nqueens(c);
 	}
 #pragma omp taskwait
-	long count = 0;
-	while (k--)
-		count += kid[k].count;
-	a->count = count;
+	a->count = nq_sum(kid, k);
 }
 
 long
@@ -71,34 +65,22 @@ peer_omp_nqueens(unsigned threads, int n)
 
 /* ---- W3 uts: a task per child ------------------------------------------------------ */
 
-struct uts_node {
-	uint64_t seed;
-	int depth;
-	struct uts_result r;
-};
-
 static void
 uts(struct uts_node *node)
 {
-	uint64_t h = uts_work(node->seed);
-	int n = uts_children(h, node->depth);
-	node->r.nodes = 1;
-	node->r.sum = h;
+	int n = uts_visit(node);
 	if (n == 0)
 		return;
 	struct uts_node kid[n];
 	for (int i = 0; i < n; i++) {
-		kid[i].seed = uts_child_seed(node->seed, i);
-		kid[i].depth = node->depth + 1;
+		uts_child(&kid[i], node, i);
 		struct uts_node *c = &kid[i];
 #pragma omp task firstprivate(c)
 		uts(c);
 	}
 #pragma omp taskwait
-	for (int i = n - 1; i >= 0; i--) {
-		node->r.nodes += kid[i].r.nodes;
-		node->r.sum += kid[i].r.sum;
-	}
+	for (int i = n - 1; i >= 0; i--)
+		uts_add(node, &kid[i]);
 }
 
 struct uts_result

@@ -46,34 +46,21 @@ fib(int n)
 void
 nqueens(nq_arg *a)
 {
-	if (a->rows == a->n) {
-		a->count = 1;
+	if (nq_solved(a))
 		return;
-	}
 	nq_arg kid[NQ_MAX];
 	int k = 0;
 	tbb::task_group g;
-	for (int col = 0; col < a->n; col++) {
-		if (!nq_safe(a->board, a->rows, col))
-			continue;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
 		nq_child(&kid[k], a, col);
 		nq_arg *c = &kid[k++];
 		g.run([c] { nqueens(c); });
 	}
 	g.wait();
-	long count = 0;
-	while (k--)
-		count += kid[k].count;
-	a->count = count;
+	a->count = nq_sum(kid, k);
 }
 
 /* ---- W3 uts --------------------------------------------------------------------- */
-
-struct uts_node {
-	uint64_t seed;
-	int depth;
-	uts_result r;
-};
 
 void uts(uts_node *node);
 
@@ -91,25 +78,19 @@ uts_kids(uts_node *node, int n)
 	}
 	tbb::task_group g;
 	for (int i = 0; i < n; i++) {
-		kid[i].seed = uts_child_seed(node->seed, i);
-		kid[i].depth = node->depth + 1;
+		uts_child(&kid[i], node, i);
 		uts_node *c = &kid[i];
 		g.run([c] { uts(c); });
 	}
 	g.wait();
-	for (int i = n - 1; i >= 0; i--) {
-		node->r.nodes += kid[i].r.nodes;
-		node->r.sum += kid[i].r.sum;
-	}
+	for (int i = n - 1; i >= 0; i--)
+		uts_add(node, &kid[i]);
 }
 
 void
 uts(uts_node *node)
 {
-	uint64_t h = uts_work(node->seed);
-	int n = uts_children(h, node->depth);
-	node->r.nodes = 1;
-	node->r.sum = h;
+	int n = uts_visit(node);
 	if (n > 0)
 		uts_kids<UTS_CHILDREN>(node, n);
 }

@@ -4,6 +4,7 @@
  * serial version is the same recursion with plain calls, copies included. */
 #include "workloads.h"
 
+#include "kernels.h"
 #include "peers.h"
 
 #include <stdio.h>
@@ -17,38 +18,27 @@ struct nq_ctx {
 static void
 nqueens(struct nq_arg *a)
 {
-	if (a->rows == a->n) {
-		a->count = 1;
+	if (nq_solved(a))
 		return;
-	}
 	struct nq_arg kid[NQ_MAX];
 	int k = 0;
-	for (int col = 0; col < a->n; col++) {
-		if (!nq_safe(a->board, a->rows, col))
-			continue;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
 		nq_child(&kid[k], a, col);
 		nqueens(&kid[k++]);
 	}
-	long count = 0;
-	while (k--)
-		count += kid[k].count;
-	a->count = count;
+	a->count = nq_sum(kid, k);
 }
 
 static int
 nqueens_task(void *p)
 {
 	struct nq_arg *a = p;
-	if (a->rows == a->n) {
-		a->count = 1;
+	if (nq_solved(a))
 		return 0;
-	}
 	struct nq_arg kid[NQ_MAX];
 	heist_task t[NQ_MAX];
 	int k = 0;
-	for (int col = 0; col < a->n; col++) {
-		if (!nq_safe(a->board, a->rows, col))
-			continue;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
 		nq_child(&kid[k], a, col);
 		heist_spawn(&t[k], nqueens_task, &kid[k]);
 		k++;
@@ -125,9 +115,7 @@ nq_tasks(struct nq_arg *a)
 	if (a->rows == a->n)
 		return 0;
 	long tasks = 0;
-	for (int col = 0; col < a->n; col++) {
-		if (!nq_safe(a->board, a->rows, col))
-			continue;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
 		struct nq_arg kid;
 		nq_child(&kid, a, col);
 		tasks += 1 + nq_tasks(&kid);

@@ -5,6 +5,7 @@
  * heist-pin: heist with --threads workers pinned one per core (HEIST_PIN_CORE). */
 #include "workloads.h"
 
+#include "kernels.h"
 #include "peers.h"
 
 #include <inttypes.h>
@@ -17,54 +18,37 @@ struct uts_ctx {
 	const char *impl;	/* heist variants: for the wrong-answer message */
 };
 
-struct uts_node {
-	uint64_t seed;
-	int depth;
-	struct uts_result r;
-};
-
 static void
 uts(struct uts_node *node)
 {
-	uint64_t h = uts_work(node->seed);
-	int n = uts_children(h, node->depth);
-	node->r.nodes = 1;
-	node->r.sum = h;
+	int n = uts_visit(node);
 	if (n == 0)
 		return;
 	struct uts_node kid[n];
 	for (int i = 0; i < n; i++) {
-		kid[i].seed = uts_child_seed(node->seed, i);
-		kid[i].depth = node->depth + 1;
+		uts_child(&kid[i], node, i);
 		uts(&kid[i]);
 	}
-	for (int i = n - 1; i >= 0; i--) {
-		node->r.nodes += kid[i].r.nodes;
-		node->r.sum += kid[i].r.sum;
-	}
+	for (int i = n - 1; i >= 0; i--)
+		uts_add(node, &kid[i]);
 }
 
 static int
 uts_task(void *p)
 {
 	struct uts_node *node = p;
-	uint64_t h = uts_work(node->seed);
-	int n = uts_children(h, node->depth);
-	node->r.nodes = 1;
-	node->r.sum = h;
+	int n = uts_visit(node);
 	if (n == 0)
 		return 0;
 	struct uts_node kid[n];
 	heist_task t[n];
 	for (int i = 0; i < n; i++) {
-		kid[i].seed = uts_child_seed(node->seed, i);
-		kid[i].depth = node->depth + 1;
+		uts_child(&kid[i], node, i);
 		heist_spawn(&t[i], uts_task, &kid[i]);
 	}
 	for (int i = n - 1; i >= 0; i--) {	/* sync in reverse order of spawn */
 		heist_sync(&t[i]);
-		node->r.nodes += kid[i].r.nodes;
-		node->r.sum += kid[i].r.sum;
+		uts_add(node, &kid[i]);
 	}
 	return 0;
 }
