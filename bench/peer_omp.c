@@ -24,8 +24,8 @@ fib(int n)
 	return a + b;
 }
 
-long
-peer_omp_fib(unsigned threads, int n)
+static long
+omp_fib(unsigned threads, int n)
 {
 	long r = 0;
 #pragma omp parallel num_threads(threads) shared(r)
@@ -53,8 +53,8 @@ nqueens(struct nq_arg *a)
 	a->count = nq_sum(kid, k);
 }
 
-long
-peer_omp_nqueens(unsigned threads, int n)
+static long
+omp_nqueens(unsigned threads, int n)
 {
 	struct nq_arg root = { .n = n, .rows = 0, .count = 0 };
 #pragma omp parallel num_threads(threads) shared(root)
@@ -83,8 +83,8 @@ uts(struct uts_node *node)
 		uts_add(node, &kid[i]);
 }
 
-struct uts_result
-peer_omp_uts(unsigned threads, uint64_t seed)
+static struct uts_result
+omp_uts(unsigned threads, uint64_t seed)
 {
 	struct uts_node root = { .seed = seed, .depth = 0 };
 #pragma omp parallel num_threads(threads) shared(root)
@@ -95,8 +95,8 @@ peer_omp_uts(unsigned threads, uint64_t seed)
 
 /* ---- W5 submit storm: one thread makes a task per k; the region's end waits ------- */
 
-void
-peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
+static void
+omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
 {
 #pragma omp parallel num_threads(threads)
 #pragma omp single
@@ -109,8 +109,8 @@ peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
 /* ---- W4 for_each: a `parallel for` per repetition; libgomp keeps the team's threads
  * between regions, so each region pays the fork and the join, not thread creation ---- */
 
-void
-peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
+static void
+omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
 {
 	for (unsigned r = 0; r < reps; r++) {
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -121,8 +121,8 @@ peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
 
 /* ---- W7 matmul: rows of C split statically over the team ---------------------------- */
 
-void
-peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n)
+static void
+omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n)
 {
 #pragma omp parallel for schedule(static) num_threads(threads)
 	for (size_t i = 0; i < n; i++)
@@ -147,8 +147,8 @@ tree(struct w8_node *n)
 	w8_gather(n, kid);
 }
 
-struct w8_result
-peer_omp_tree(unsigned threads, unsigned depth, unsigned payload)
+static struct w8_result
+omp_tree(unsigned threads, unsigned depth, unsigned payload)
 {
 	struct w8_node root = w8_root(depth, payload);
 #pragma omp parallel num_threads(threads) shared(root)
@@ -156,3 +156,15 @@ peer_omp_tree(unsigned threads, unsigned depth, unsigned payload)
 	tree(&root);
 	return root.r;
 }
+
+const struct peer peer_omp = {
+	.impl = "omp",
+	.fib = omp_fib,
+	.nqueens = omp_nqueens,
+	.uts = omp_uts,
+	.for_each = omp_for_each,
+	.storm = omp_storm,
+	.round_trip = NULL,	/* no way for an outside thread to hand a running team a task */
+	.matmul = omp_matmul,
+	.tree = omp_tree,
+};

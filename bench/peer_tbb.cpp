@@ -111,6 +111,89 @@ tree(w8_node *n)
 	w8_gather(n, kid);
 }
 
+/* ---- the workloads' entry points: each enters the arena, whose size peer_tbb_start
+ * fixed (the threads argument is that count) ---------------------------------------- */
+
+long
+tbb_fib(unsigned, int n)
+{
+	return arena->execute([=] { return fib(n); });
+}
+
+long
+tbb_nqueens(unsigned, int n)
+{
+	nq_arg root{};
+	root.n = n;
+	arena->execute([&] { nqueens(&root); });
+	return root.count;
+}
+
+uts_result
+tbb_uts(unsigned, uint64_t seed)
+{
+	uts_node root{};
+	root.seed = seed;
+	arena->execute([&] { uts(&root); });
+	return root.r;
+}
+
+void
+tbb_storm(unsigned, double *out, size_t ntasks, unsigned iters)
+{
+	arena->execute([&] {
+		tbb::task_group g;
+		for (size_t k = 0; k < ntasks; k++)
+			g.run([out, k, iters] { out[k] = w5_body(k, iters); });
+		g.wait();
+	});
+}
+
+int
+tbb_round_trip(unsigned)
+{
+	static int result;
+	result = 0;
+	latch_reset(round_trip_latch, 1);
+	workers_only->enqueue([] {
+		result = 1;
+		latch_count_down(round_trip_latch);
+	});
+	latch_wait(round_trip_latch);
+	return result;
+}
+
+void
+tbb_for_each(unsigned, double *a, size_t n, unsigned reps)
+{
+	arena->execute([&] {
+		for (unsigned r = 0; r < reps; r++)
+			tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
+					  [a](const tbb::blocked_range<size_t> &br) {
+						  w4_range(a, br.begin(), br.end());
+					  });
+	});
+}
+
+void
+tbb_matmul(unsigned, const double *A, const double *B, double *C, size_t n)
+{
+	arena->execute([&] {
+		tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
+				  [=](const tbb::blocked_range<size_t> &br) {
+					  w7_rows(A, B, C, n, br.begin(), br.end());
+				  });
+	});
+}
+
+w8_result
+tbb_tree(unsigned, unsigned depth, unsigned payload)
+{
+	w8_node root = w8_root(depth, payload);
+	arena->execute([&] { tree(&root); });
+	return root.r;
+}
+
 } // namespace
 
 extern "C" {
@@ -140,86 +223,9 @@ peer_tbb_stop(void)
 	round_trip_latch = nullptr;
 }
 
-long
-peer_tbb_fib(int n)
-{
-	long r = 0;
-	arena->execute([&] { r = fib(n); });
-	return r;
-}
-
-long
-peer_tbb_nqueens(int n)
-{
-	nq_arg root{};
-	root.n = n;
-	arena->execute([&] { nqueens(&root); });
-	return root.count;
-}
-
-uts_result
-peer_tbb_uts(uint64_t seed)
-{
-	uts_node root{};
-	root.seed = seed;
-	arena->execute([&] { uts(&root); });
-	return root.r;
-}
-
-void
-peer_tbb_storm(double *out, size_t ntasks, unsigned iters)
-{
-	arena->execute([&] {
-		tbb::task_group g;
-		for (size_t k = 0; k < ntasks; k++)
-			g.run([out, k, iters] { out[k] = w5_body(k, iters); });
-		g.wait();
-	});
-}
-
-int
-peer_tbb_round_trip(void)
-{
-	static int result;
-	result = 0;
-	latch_reset(round_trip_latch, 1);
-	workers_only->enqueue([] {
-		result = 1;
-		latch_count_down(round_trip_latch);
-	});
-	latch_wait(round_trip_latch);
-	return result;
-}
-
-void
-peer_tbb_for_each(double *a, size_t n, unsigned reps)
-{
-	arena->execute([&] {
-		for (unsigned r = 0; r < reps; r++)
-			tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
-					  [a](const tbb::blocked_range<size_t> &br) {
-						  w4_range(a, br.begin(), br.end());
-					  });
-	});
-}
-
-void
-peer_tbb_matmul(const double *A, const double *B, double *C, size_t n)
-{
-	arena->execute([&] {
-		tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
-				  [=](const tbb::blocked_range<size_t> &br) {
-					  w7_rows(A, B, C, n, br.begin(), br.end());
-				  });
-	});
-}
-
-w8_result
-peer_tbb_tree(unsigned depth, unsigned payload)
-{
-	w8_node root = w8_root(depth, payload);
-	arena->execute([&] { tree(&root); });
-	return root.r;
-}
+const struct peer peer_tbb = {
+	"tbb", tbb_fib, tbb_nqueens, tbb_uts, tbb_for_each, tbb_storm, tbb_round_trip,
+	tbb_matmul, tbb_tree,
+};
 
 } // extern "C"
