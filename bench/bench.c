@@ -1,11 +1,17 @@
-/* bench.c - the harness of heist-bench: clock, options helpers, the alternating
- * measuring loop, statistics, result rows and their printing (table or JSON). Nothing
- * here knows a workload; those are in w_*.c. */
+/* bench.c - the harness of heist-bench: clock, options helpers, the driver that runs
+ * every workload's table of variants (pools, warm-up, alternating repetitions, medians,
+ * answer checks, malloc counting, the --rss peaks), statistics, result rows and their
+ * printing (table or JSON). Nothing here knows a workload; those are in w_*.c. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench.h"
 
+#include "baseline_pool.h"
+#include "malloc_count.h"
+#include "peers.h"
+
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -118,30 +124,6 @@ bench_heist_pool_with(unsigned threads, enum heist_pin pin, bool profile)
 	return pool;
 }
 
-void
-bench_pin_note(struct row *r, const heist_pool *pool)
-{
-	if (!r || !pool)
-		return;
-	char where[96] = "";
-	size_t used = 0;
-	unsigned n = heist_pool_size(pool);
-	for (unsigned i = 0; i < n && used + 1 < sizeof where; i++) {
-		struct heist_placement p;
-		if (heist_pool_placement(pool, i, &p, NULL, NULL, 0) != 0)
-			continue;
-		int k = snprintf(where + used, sizeof where - used, "%sw%u:%s", i ? " " : "", i,
-				 p.bound == 1 ? p.cpus : p.bound == 0 ? "unpinned" : "FAILED");
-		if (k < 0)
-			break;
-		used += (size_t)k;
-	}
-	struct heist_stats st;
-	if (heist_pool_stats(pool, &st) == 0 && st.bind_failures)
-		row_note(r, "%u binding failures", st.bind_failures);
-	row_note(r, "pin=core %s; expect little difference on %u cores", where, n);
-}
-
 /* ---- statistics ------------------------------------------------------------------ */
 
 static int
@@ -179,10 +161,10 @@ bench_percentile(const uint64_t *sorted, size_t n, double p)
 	return sorted[rank - 1];
 }
 
-/* --rss child: the peak RSS over the last bench_measure, for the rows added after it. */
+/* --rss child: the peak RSS over the last size measured, for the rows added after it. */
 static long measure_peak_kib = -1;
 
-/* ---- the measuring loop ---------------------------------------------------------- */
+/* ---- the driver ------------------------------------------------------------------ */
 
 /* After a run, let the implementation's idle threads stop spinning before the next
  * one starts: on two cores a spinning idle thread halves the next run's CPU. libgomp
@@ -193,23 +175,50 @@ static void
 settle(const struct bench_opts *o, const struct variant *v)
 {
 	unsigned ms = o->settle_ms;
-	if (strcmp(v->impl, "omp") == 0 && ms < OMP_SETTLE_MS)
+	if (strcmp(v->job.impl, "omp") == 0 && ms < OMP_SETTLE_MS)
 		ms = OMP_SETTLE_MS;
 	bench_sleep_ms(ms);
 }
 
-void
-bench_measure(const struct bench_opts *o, struct variant *v, unsigned n)
+/* One run of v: reset, the timed run, check. Returns the nanoseconds of run() alone. */
+static uint64_t
+run_one(const struct bench_workload *w, struct variant *v, int rep)
 {
+	struct bench_job *j = &v->job;
+	bool count = v->spec->count_allocs && rep == 0;
+	j->rep = rep;
+	if (w->reset)
+		w->reset(j);
+	if (count)
+		malloc_count_start();
+	uint64_t t0 = bench_now_ns();
+	v->spec->run(j);
+	uint64_t ns = bench_now_ns() - t0;
+	if (count) {
+		v->allocs = malloc_count_stop();
+		v->counted = malloc_count_available();
+	}
+	if (w->check)
+		w->check(j);
+	return ns;
+}
+
+/* Warm up each variant once, then o->reps repetitions, in each of which every variant
+ * runs once, in table order; fills ns[] and median_ns. */
+static void
+measure(const struct bench_opts *o, struct bench_set *s)
+{
+	struct variant *v = s->v;
+	unsigned n = s->n;
 	bool peak = o->rss_child && bench_rss_reset_peak();
 	for (unsigned i = 0; i < n; i++) {
-		bench_progress(" %s/%u%s", v[i].impl, v[i].threads, i + 1 < n ? "" : " |");
-		v[i].run(v[i].ctx, -1);
+		bench_progress(" %s/%u%s", v[i].job.impl, v[i].job.threads, i + 1 < n ? "" : " |");
+		run_one(s->w, &v[i], -1);
 		settle(o, &v[i]);
 	}
 	for (unsigned rep = 0; rep < o->reps; rep++) {
 		for (unsigned i = 0; i < n; i++) {
-			v[i].ns[rep] = v[i].run(v[i].ctx, (int)rep);
+			v[i].ns[rep] = run_one(s->w, &v[i], (int)rep);
 			settle(o, &v[i]);
 		}
 		bench_progress(" %u", rep + 1);
@@ -224,18 +233,168 @@ bench_measure(const struct bench_opts *o, struct variant *v, unsigned n)
 	bench_progress("\n");
 }
 
-void
-bench_add(const struct bench_opts *o, struct variant *v, unsigned *n, const char *impl,
-	  unsigned threads, uint64_t (*run)(void *ctx, int rep), void *ctx)
+/* The pools of the workload being measured, made when a variant first needs one and
+ * kept until its last size is done, so they live across repetitions and sizes. */
+struct pools {
+	unsigned n;
+	struct {
+		enum bench_pool kind;
+		unsigned threads;
+		heist_pool *heist;
+		struct baseline_pool *baseline;
+	} p[6];
+};
+
+static void
+pool_for(struct pools *ps, struct bench_job *j)
 {
-	if (!bench_impl_enabled(o, impl))
+	if (j->kind == POOL_NONE || j->kind == POOL_PEER)
 		return;
-	struct variant *x = &v[(*n)++];
-	memset(x, 0, sizeof *x);
-	x->impl = impl;
-	x->threads = threads;
-	x->run = run;
-	x->ctx = ctx;
+	unsigned i = 0;
+	while (i < ps->n && !(ps->p[i].kind == j->kind && ps->p[i].threads == j->threads))
+		i++;
+	if (i == ps->n) {
+		if (ps->n == sizeof ps->p / sizeof ps->p[0])
+			bench_fail("too many pools in one workload (raise struct pools' size)");
+		ps->p[i].kind = j->kind;
+		ps->p[i].threads = j->threads;
+		ps->p[i].heist = NULL;
+		ps->p[i].baseline = NULL;
+		if (j->kind == POOL_BASELINE) {
+			int err = baseline_pool_create(&ps->p[i].baseline, j->threads);
+			if (err)
+				bench_fail("baseline_pool_create: %s", strerror(err));
+		} else {
+			ps->p[i].heist = bench_heist_pool_with(j->threads,
+				j->kind == POOL_HEIST_PIN ? HEIST_PIN_CORE : HEIST_PIN_NONE,
+				j->kind == POOL_HEIST_PROF);
+		}
+		ps->n++;
+	}
+	j->pool = ps->p[i].heist;
+	j->bpool = ps->p[i].baseline;
+}
+
+static void
+pools_destroy(struct pools *ps)
+{
+	for (unsigned i = 0; i < ps->n; i++) {
+		heist_pool_destroy(ps->p[i].heist);
+		baseline_pool_destroy(ps->p[i].baseline);
+	}
+	ps->n = 0;
+}
+
+void *
+bench_alloc(struct bench_set *s, size_t n, size_t size)
+{
+	if (s->nallocs == sizeof s->allocs / sizeof s->allocs[0])
+		bench_fail("%s: too many inputs (raise struct bench_set's allocs)", s->name);
+	void *p = calloc(n, size);
+	if (!p)
+		bench_fail("%s: out of memory for %zu x %zu bytes", s->name, n, size);
+	s->allocs[s->nallocs++] = p;
+	return p;
+}
+
+const struct peer *
+bench_peer(const char *impl)
+{
+	static const struct peer *const built[] = {
+#ifdef HEIST_BENCH_OMP
+		&peer_omp,
+#endif
+#ifdef HEIST_BENCH_TBB
+		&peer_tbb,
+#endif
+		NULL,
+	};
+	for (const struct peer *const *p = built; *p; p++)
+		if (strcmp((*p)->impl, impl) == 0)
+			return *p;
+	return NULL;
+}
+
+/* The variants of size s that --impl enables and the table keeps for this size; a
+ * line that would repeat an earlier one (heist with 1 and with --threads 1), or names
+ * a peer that was not built, is left out. */
+static void
+add_variants(struct bench_set *s, struct pools *ps)
+{
+	const struct bench_workload *w = s->w;
+	for (unsigned k = 0; k < w->nimpls; k++) {
+		const struct bench_impl *spec = &w->impls[k];
+		unsigned threads = spec->threads == THREADS ? s->o->threads : spec->threads;
+		const struct peer *peer = spec->pool == POOL_PEER ? bench_peer(spec->impl) : NULL;
+		if (!bench_impl_enabled(s->o, spec->impl) || (spec->when && !spec->when(s)) ||
+		    bench_find(s, spec->impl, threads) || (spec->pool == POOL_PEER && !peer))
+			continue;
+		if (s->n == BENCH_MAX_VARIANTS)
+			bench_fail("%s: too many variants (raise BENCH_MAX_VARIANTS)", s->name);
+		struct variant *v = &s->v[s->n];
+		memset(v, 0, sizeof *v);
+		v->spec = spec;
+		v->job.p = s->p;
+		v->job.impl = spec->impl;
+		v->job.threads = threads;
+		v->job.kind = spec->pool;
+		v->job.peer = peer;
+		v->job.slot = s->n++;
+		pool_for(ps, &v->job);
+	}
+}
+
+static void
+one_size(const struct bench_opts *o, const struct bench_workload *w, unsigned index,
+	 struct pools *ps)
+{
+	struct bench_set *s = calloc(1, sizeof *s);
+	if (!s)
+		bench_fail("out of memory");
+	s->o = o;
+	s->w = w;
+	s->index = index;
+	s->name = w->sizes[index].name;
+	s->p = o->quick ? w->sizes[index].quick : w->sizes[index].full;
+	snprintf(s->size, sizeof s->size, "%s", s->p.label ? s->p.label : "");
+	add_variants(s, ps);
+	s->in = w->setup ? w->setup(s) : NULL;
+	bench_progress("%s%s%s %s%s:", s->name, w->title[0] ? " " : "", w->title, s->size,
+		       s->detail);
+	for (unsigned i = 0; i < s->n; i++)
+		s->v[i].job.in = s->in;
+
+	measure(o, s);
+	if (w->times)
+		w->times(s);
+	for (unsigned i = 0; i < s->n; i++) {
+		struct variant *v = &s->v[i];
+		v->row = bench_row(s->name, s->size, v->job.impl, v->job.threads,
+				   (double)v->median_ns);
+	}
+	if (w->figures)
+		w->figures(s);
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->v[i].spec->note)
+			row_note(s->v[i].row, "%s", s->v[i].spec->note);
+
+	if (w->teardown)
+		w->teardown(s->in);
+	for (unsigned i = 0; i < s->nallocs; i++)
+		free(s->allocs[i]);
+	free(s);
+}
+
+void
+bench_run(const struct bench_opts *o, const struct bench_workload *const *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct pools ps = { 0 };
+		for (unsigned k = 0; k < w[i]->nsizes; k++)
+			if (bench_selected(o, w[i]->group, w[i]->sizes[k].name))
+				one_size(o, w[i], k, &ps);
+		pools_destroy(&ps);
+	}
 }
 
 void
@@ -247,13 +406,86 @@ bench_check(const char *workload, const char *impl, unsigned threads, long long 
 			   workload, impl, threads, threads == 1 ? "" : "s", got, want);
 }
 
-struct variant *
-bench_find(struct variant *v, unsigned n, const char *impl, unsigned threads)
+void
+bench_check_sum(const char *what, const struct bench_job *j, uint64_t got, uint64_t want)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (strcmp(v[i].impl, impl) == 0 && v[i].threads == threads)
-			return &v[i];
+	if (got != want)
+		bench_fail("WRONG ANSWER: %s, %s with %u threads: got 0x%016" PRIx64
+			   ", expected 0x%016" PRIx64, what, j->impl, j->threads, got, want);
+}
+
+size_t
+bench_first_difference(const double *got, const double *want, size_t n)
+{
+	if (memcmp(got, want, n * sizeof got[0]) == 0)
+		return n;
+	size_t i = 0;
+	while (i < n && memcmp(&got[i], &want[i], sizeof got[i]) == 0)
+		i++;
+	return i;
+}
+
+struct variant *
+bench_find(struct bench_set *s, const char *impl, unsigned threads)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (strcmp(s->v[i].job.impl, impl) == 0 && s->v[i].job.threads == threads)
+			return &s->v[i];
 	return NULL;
+}
+
+struct row *
+bench_set_row(struct bench_set *s, const char *impl, unsigned threads)
+{
+	struct variant *v = bench_find(s, impl, threads);
+	return v ? v->row : NULL;
+}
+
+void
+bench_pin_note(struct bench_set *s)
+{
+	struct variant *v = bench_find(s, "heist-pin", s->o->threads);
+	if (!v)
+		return;
+	struct row *r = v->row;
+	const heist_pool *pool = v->job.pool;
+	char where[96] = "";
+	size_t used = 0;
+	unsigned n = heist_pool_size(pool);
+	for (unsigned i = 0; i < n && used + 1 < sizeof where; i++) {
+		struct heist_placement p;
+		if (heist_pool_placement(pool, i, &p, NULL, NULL, 0) != 0)
+			continue;
+		int k = snprintf(where + used, sizeof where - used, "%sw%u:%s", i ? " " : "", i,
+				 p.bound == 1 ? p.cpus : p.bound == 0 ? "unpinned" : "FAILED");
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+	struct heist_stats st;
+	if (heist_pool_stats(pool, &st) == 0 && st.bind_failures)
+		row_note(r, "%u binding failures", st.bind_failures);
+	row_note(r, "pin=core %s; expect little difference on %u cores", where, n);
+}
+
+void
+bench_figure_per(struct bench_set *s, const char *key, double per, int decimals,
+		 const char *unit)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		double x = (double)s->v[i].median_ns / per;
+		row_metric(s->v[i].row, key, x, "%.*f %s", decimals, x, unit);
+	}
+}
+
+void
+bench_figure_rate(struct bench_set *s, const char *key, double count, int decimals,
+		  const char *unit)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		double rate = count / ((double)s->v[i].median_ns / 1e9);
+		row_metric(s->v[i].row, key, rate, "%.*f M%s/s", decimals, rate / 1e6, unit);
+	}
 }
 
 /* ---- rows ------------------------------------------------------------------------ */
@@ -326,13 +558,6 @@ row_note(struct row *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->note + used, sizeof r->note - used, fmt, ap);
 	va_end(ap);
-}
-
-void
-bench_rows_from(const char *workload, const char *size, struct variant *v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		bench_row(workload, size, v[i].impl, v[i].threads, (double)v[i].median_ns);
 }
 
 unsigned

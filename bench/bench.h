@@ -1,8 +1,10 @@
-/* bench.h - what every workload file of heist-bench shares: the options, the measuring
- * loop (one warm-up, then repetitions with the implementations alternated so that drift
- * hits all of them alike, then medians), the result rows that end up in the one table,
- * and failing loudly on a wrong answer. The workloads themselves are defined in
- * WORKLOADS.md; each lives in its own w_*.c file. */
+/* bench.h - what every workload file of heist-bench shares: the options; the table a
+ * workload describes itself with (struct bench_workload: sizes, inputs, answer check,
+ * figures, and a static array of variants, struct bench_impl); the one driver that
+ * measures them all alike (one warm-up, then repetitions with the implementations
+ * alternated so that drift hits all of them alike, then medians); the result rows that
+ * end up in the one table; and failing loudly on a wrong answer. The workloads
+ * themselves are defined in WORKLOADS.md; each lives in its own w_*.c file. */
 #ifndef HEIST_BENCH_H
 #define HEIST_BENCH_H
 
@@ -66,39 +68,175 @@ heist_pool *bench_heist_pool_with(unsigned threads, enum heist_pin pin, bool pro
 
 struct row;
 
-/* On a heist-pin row: where the pool's workers are bound (heist_pool_placement), or
- * that binding failed, and that little difference is expected on a small machine. */
-void bench_pin_note(struct row *r, const heist_pool *pool);
+/* ---- the workload table and its driver ------------------------------------------ */
 
-/*
- * One way to run a workload: an implementation at a thread count. run() performs one
- * run, times only the parallel region (inputs are reset before its clock starts),
- * checks its answer (bench_fail on a wrong one) and returns the nanoseconds; rep is -1
- * for the warm-up, else 0..reps-1.
- */
-struct variant {
-	const char *impl;
-	unsigned threads;
-	uint64_t (*run)(void *ctx, int rep);
-	void *ctx;
-	uint64_t ns[BENCH_MAX_REPS];
-	uint64_t median_ns;
+struct baseline_pool;
+struct bench_set;
+struct bench_workload;
+struct peer;
+
+/* The pool the driver makes for a variant and keeps for the workload's later sizes
+ * (W5 and W5-fine share theirs), so that pools live across repetitions and sizes. */
+enum bench_pool {
+	POOL_NONE,		/* serial: no pool */
+	POOL_HEIST,		/* heist: HEIST_PIN_NONE, profiler off */
+	POOL_HEIST_PROF,	/* heist_config.profile = true */
+	POOL_HEIST_PIN,		/* heist_config.pin = HEIST_PIN_CORE */
+	POOL_BASELINE,		/* baseline_pool.c */
+	POOL_PEER,		/* another runtime (peers.h), named by the impl; left out
+				   when it was not built */
 };
 
-/* Append a variant to v[*n] when --impl enables impl. */
-void bench_add(const struct bench_opts *o, struct variant *v, unsigned *n, const char *impl,
-	       unsigned threads, uint64_t (*run)(void *ctx, int rep), void *ctx);
+enum { THREADS = 0 };	/* bench_impl.threads: the --threads count */
+
+/* What a run found, for the workload's check(). */
+struct bench_answer {
+	long long value;	/* fib(n), solutions, nodes, tasks */
+	uint64_t sum;		/* W3, W8: the checksum mod 2^64 */
+};
+
+/* A size: the rows' size column, and its numbers as its workload reads them (W4: n and
+ * loops, W8: depth and payload, ...). */
+struct bench_param {
+	const char *label;	/* NULL: setup() writes it */
+	uint64_t a, b;
+};
+
+/* One size of a workload: the rows' workload column (and its --only name), and the
+ * numbers for the full run and for --quick. */
+struct bench_size {
+	const char *name;
+	struct bench_param full, quick;
+};
+
+/* One run of one variant, as the workload's functions see it. */
+struct bench_job {
+	struct bench_param p;		/* the size */
+	void *in;			/* the size's inputs, from setup() (may be NULL) */
+	const char *impl;
+	unsigned threads;
+	enum bench_pool kind;
+	heist_pool *pool;		/* POOL_HEIST*: the pool, else NULL */
+	struct baseline_pool *bpool;	/* POOL_BASELINE: the pool, else NULL */
+	const struct peer *peer;	/* POOL_PEER: the runtime's functions, else NULL */
+	unsigned slot;			/* the variant's index among this size's variants */
+	int rep;			/* -1 for the warm-up, else 0..reps-1 */
+	struct bench_answer answer;	/* where run() leaves its result for check() */
+};
+
+/*
+ * One line of a workload's table of variants: an implementation at a thread count.
+ * run() performs one repetition (the parallel region and nothing else: it is all the
+ * clock sees) and leaves its answer in the job, or in the workload's inputs.
+ */
+struct bench_impl {
+	const char *impl;		/* the row's impl, and what --impl matches */
+	unsigned threads;		/* 1, or THREADS */
+	enum bench_pool pool;
+	void (*run)(struct bench_job *j);
+	bool count_allocs;		/* count heap allocations over repetition 0 */
+	bool (*when)(const struct bench_set *s);	/* whether the size has it; NULL: all */
+	const char *note;		/* a fixed remark for its rows, or NULL */
+};
+
+/* One measured variant: its table line, its job, and what the driver measured. */
+struct variant {
+	const struct bench_impl *spec;
+	struct bench_job job;		/* job.impl and job.threads name it */
+	uint64_t ns[BENCH_MAX_REPS];
+	uint64_t median_ns;
+	uint64_t allocs;		/* count_allocs: heap allocations in repetition 0 */
+	bool counted;			/* allocs was counted (count_allocs, malloc counting on) */
+	struct row *row;		/* its row, once added */
+};
+
+enum { BENCH_MAX_VARIANTS = 8 };
+
+/* One size of one workload, while it is measured. */
+struct bench_set {
+	const struct bench_opts *o;
+	const struct bench_workload *w;
+	unsigned index;			/* which of the workload's sizes */
+	const char *name;		/* its name ("W5-fine") */
+	struct bench_param p;
+	char size[24];			/* the rows' size column: p.label, or setup() writes it */
+	char detail[40];		/* setup() may add to the progress line: " (16 per run)" */
+	void *in;			/* what setup() returned */
+	struct variant v[BENCH_MAX_VARIANTS];
+	unsigned n;
+	void *allocs[8];		/* bench_alloc's, freed after the size */
+	unsigned nallocs;
+};
+
+/*
+ * A workload: its sizes, its inputs, its answer check, and its table of variants. For
+ * each size --only selects, the driver makes the variants' pools (kept for the
+ * workload's later sizes), calls setup() (inputs and reference answers, before any
+ * clock), warms every variant up once, then runs o->reps repetitions, in each of which
+ * every variant runs once in table order, each run being reset() (untimed), run()
+ * (timed), check() (untimed; bench_fail on a wrong answer); then it takes the medians,
+ * calls times(), adds a row per variant with the median as its time, calls figures(),
+ * adds the variants' notes, calls teardown() and frees what bench_alloc gave. Every
+ * hook may be NULL.
+ */
+struct bench_workload {
+	const char *group;		/* --only selects every size by this, without --exact */
+	const char *title;		/* for the progress line: "W2 nqueens n=10:" */
+	unsigned nsizes;
+	struct bench_size sizes[2];
+	void *(*setup)(struct bench_set *s);
+	void (*teardown)(void *in);	/* what bench_alloc does not free */
+	void (*reset)(struct bench_job *j);
+	void (*check)(const struct bench_job *j);
+	void (*times)(struct bench_set *s);	/* set median_ns when the rows show another time */
+	void (*figures)(struct bench_set *s);
+	const struct bench_impl *impls;
+	unsigned nimpls;
+};
+
+#define BENCH_IMPLS(table) .impls = (table), .nimpls = sizeof(table) / sizeof((table)[0])
+
+/* Zeroed memory for n objects of size bytes that lives until the size's rows are done
+ * (setup's inputs); exit(1) if there is none. */
+void *bench_alloc(struct bench_set *s, size_t n, size_t size);
+
+/* The peer runtime whose rows are called impl ("omp", "tbb"), or NULL if it was not
+ * built. */
+const struct peer *bench_peer(const char *impl);
+
+/* Measure each selected workload of w[0..n-1] in order and add its rows. */
+void bench_run(const struct bench_opts *o, const struct bench_workload *const *w, size_t n);
 
 /* Fail loudly unless got == want. */
 void bench_check(const char *workload, const char *impl, unsigned threads, long long got,
 		 long long want);
 
-/* Warm up each variant once, then run o->reps repetitions, in each of which every
- * variant runs once, in the order given; fills ns[] and median_ns. */
-void bench_measure(const struct bench_opts *o, struct variant *v, unsigned n);
+/* The same for a checksum mod 2^64, printed in hex. */
+void bench_check_sum(const char *what, const struct bench_job *j, uint64_t got, uint64_t want);
 
-/* The variant whose impl and threads match, or NULL. */
-struct variant *bench_find(struct variant *v, unsigned n, const char *impl, unsigned threads);
+/* The first index at which got[] and want[] differ bit for bit, or n if they do not
+ * (the array answers of W4, W5 and W7). */
+size_t bench_first_difference(const double *got, const double *want, size_t n);
+
+/* The set's variant whose impl and threads match, or NULL. */
+struct variant *bench_find(struct bench_set *s, const char *impl, unsigned threads);
+
+/* The set's row for impl and threads, or NULL (row_metric and row_note accept NULL). */
+struct row *bench_set_row(struct bench_set *s, const char *impl, unsigned threads);
+
+/* On the set's heist-pin row (--threads workers), if it has one: where the pool's
+ * workers are bound (heist_pool_placement), or that binding failed, and that little
+ * difference is expected on a small machine. */
+void bench_pin_note(struct bench_set *s);
+
+/* On every row of the set: key = median / per, shown with `decimals` decimals and unit
+ * ("ns/call" with per = calls). */
+void bench_figure_per(struct bench_set *s, const char *key, double per, int decimals,
+		      const char *unit);
+
+/* On every row of the set: key = count per second, shown in millions ("Mtasks/s"). */
+void bench_figure_rate(struct bench_set *s, const char *key, double count, int decimals,
+		       const char *unit);
 
 /* Median (n odd) or mean of the middle two, of x[0..n-1]; sorts x. */
 uint64_t bench_median(uint64_t *x, size_t n);
@@ -126,10 +264,6 @@ void row_metric(struct row *r, const char *key, double value, const char *fmt, .
 /* A free-text remark appended to the row (both table and JSON). */
 void row_note(struct row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Add the rows of a measured set of variants (time = median). Returns nothing; use
- * bench_row_for() to attach metrics afterwards. */
-void bench_rows_from(const char *workload, const char *size, struct variant *v, unsigned n);
-
 /* The row already added for workload, size, impl and threads, or NULL. */
 struct row *bench_row_for(const char *workload, const char *size, const char *impl,
 			  unsigned threads);
@@ -151,8 +285,8 @@ double bench_row_metric(const struct row *r, const char *key);
  * size to those rows. self is the path to re-execute (/proc/self/exe). */
 void bench_rss(const struct bench_opts *o, const char *self);
 
-/* In an --rss child, bench_measure resets the peak RSS before its warm-up and reads it
- * after its last run, and the rows added next carry that peak. Reset: true if the
+/* In an --rss child, the driver resets the peak RSS before each size's warm-up and
+ * reads it after its last run, and that size's rows carry that peak. Reset: true if the
  * kernel let us (/proc/self/clear_refs). Peak: VmHWM in KiB, or -1. */
 bool bench_rss_reset_peak(void);
 long bench_rss_peak_kib(void);

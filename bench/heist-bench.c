@@ -1,7 +1,8 @@
 /* heist-bench.c - runs the reference workloads of WORKLOADS.md on heist and on its
  * peers (serial, a mutex+condvar pool, OpenMP and oneTBB where built) and prints one
  * table. Every run checks its answer and the program exits 1 on a wrong one. The
- * workloads live in w_*.c; this file parses options and calls them in order. */
+ * workloads live in w_*.c; this file parses options and hands their table to the
+ * driver (bench_run, bench.c). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "workloads.h"
@@ -14,25 +15,29 @@
 #include <string.h>
 #include <strings.h>
 
-static const struct {
-	const char *names;	/* what --only accepts for it */
-	void (*run)(const struct bench_opts *o);
-} workloads[] = {
-	{ "W1", w1_fib },
-	{ "W2", w2_nqueens },
-	{ "W3", w3_uts },
-	{ "W4", w4_for_each },
-	{ "W5, W5-fine", w5_storm },
-	{ "W6, W6-cold", w6_round_trip },
-	{ "W7", w7_matmul },
-	{ "W8", w8_latency },
-	{ "idle", idle_cpu },
+static const struct bench_workload *const workloads[] = {
+	&w1_fib, &w2_nqueens, &w3_uts, &w4_for_each, &w5_storm, &w6_round_trip, &w7_matmul,
+	&w8_latency,
 };
+enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 
-/* Every name --only and --impl accept. */
-static const char *const workload_names[] = {
-	"W1", "W2", "W3", "W4", "W5", "W5-fine", "W6", "W6-cold", "W7", "W8", "idle",
-};
+/* Every name --only accepts, in order: the workloads' size names once each (W2's two
+ * sizes are both "W2"), then "idle". Returns how many. */
+static size_t
+workload_names(const char **names, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NWORKLOADS; i++)
+		for (unsigned k = 0; k < workloads[i]->nsizes; k++) {
+			const char *name = workloads[i]->sizes[k].name;
+			if (n < max && (n == 0 || strcmp(names[n - 1], name) != 0))
+				names[n++] = name;
+		}
+	if (n < max)
+		names[n++] = "idle";
+	return n;
+}
+
 static const char *const impl_names[] = {
 	"serial", "baseline", "heist", "omp", "tbb",
 	/* variants of heist, also selected by "heist" (unless --exact) */
@@ -74,9 +79,10 @@ usage(FILE *f)
 	      "  --reps N       timed repetitions per implementation, after one warm-up\n"
 	      "                 (default 5; at most 99)\n"
 	      "  --only LIST    comma list of workloads:", f);
-	for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
-		fprintf(f, " %s%s", workloads[i].names,
-			i + 1 < sizeof workloads / sizeof workloads[0] ? "," : "\n");
+	const char *names[32];
+	size_t n = workload_names(names, sizeof names / sizeof names[0]);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %s%s", names[i], i + 1 < n ? "," : "\n");
 	fputs("  --impl LIST    comma list of implementations: serial, baseline, heist",
 	      f);
 	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof, heist-pin)",
@@ -149,9 +155,11 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (o.only)
-		check_list("--only", o.only, workload_names,
-			   sizeof workload_names / sizeof workload_names[0]);
+	if (o.only) {
+		const char *names[32];
+		check_list("--only", o.only, names,
+			   workload_names(names, sizeof names / sizeof names[0]));
+	}
 	if (o.impls)
 		check_list("--impl", o.impls, impl_names, sizeof impl_names / sizeof impl_names[0]);
 #ifndef HEIST_BENCH_OMP
@@ -185,8 +193,8 @@ main(int argc, char **argv)
 		peer_tbb_start(o.threads);
 #endif
 
-	for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
-		workloads[i].run(&o);
+	bench_run(&o, workloads, NWORKLOADS);
+	idle_cpu(&o);
 
 #ifdef HEIST_BENCH_TBB
 	peer_tbb_stop();

@@ -1,13 +1,13 @@
 /* kernels.h - the per-task work of the workloads of WORKLOADS.md, shared by every
  * implementation (serial, heist, baseline pool, OpenMP, oneTBB) so that all of them run
- * exactly the same operations; only the way tasks are made differs. Compiles as C11
- * and as C++ (peer_tbb.cpp includes it). The expected answers live here too. */
+ * exactly the same operations; only the way tasks are made (and waited for) differs.
+ * Compiles as C11 and as C++ (peer_tbb.cpp includes it). The expected answers live
+ * here too. W8's tree is in w8.h, which heist-latency shares. */
 #ifndef HEIST_BENCH_KERNELS_H
 #define HEIST_BENCH_KERNELS_H
 
 #include <stdint.h>
 #include <stddef.h>
-#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +62,37 @@ nq_child(struct nq_arg *child, const struct nq_arg *parent, int col)
 	for (int r = 0; r < parent->rows; r++)
 		child->board[r] = parent->board[r];
 	child->board[parent->rows] = (char)col;
+}
+
+/* A leaf: all n queens are placed, which is one solution. Returns whether a is one. */
+static inline int
+nq_solved(struct nq_arg *a)
+{
+	if (a->rows != a->n)
+		return 0;
+	a->count = 1;
+	return 1;
+}
+
+/* The first safe column for the next queen from col on, or n when there is none:
+ * `for (col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1))` visits every
+ * child of a in column order. */
+static inline int
+nq_next(const struct nq_arg *a, int col)
+{
+	while (col < a->n && !nq_safe(a->board, a->rows, col))
+		col++;
+	return col;
+}
+
+/* The children's solutions, summed last child first (the order of the syncs). */
+static inline long
+nq_sum(const struct nq_arg *kid, int k)
+{
+	long count = 0;
+	while (k--)
+		count += kid[k].count;
+	return count;
 }
 
 static inline long
@@ -121,6 +152,41 @@ uts_child_seed(uint64_t seed, int i)
 	return uts_mix(seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(i + 1)));
 }
 
+/* A node of the tree: the task's argument, in its parent's frame, and where it leaves
+ * its subtree's result. */
+struct uts_node {
+	uint64_t seed;
+	int depth;
+	struct uts_result r;
+};
+
+/* A node's own work (uts_work): its result so far is itself. Returns its number of
+ * children. */
+static inline int
+uts_visit(struct uts_node *node)
+{
+	uint64_t h = uts_work(node->seed);
+	node->r.nodes = 1;
+	node->r.sum = h;
+	return uts_children(h, node->depth);
+}
+
+/* Child i of node, with nothing found yet. */
+static inline void
+uts_child(struct uts_node *kid, const struct uts_node *node, int i)
+{
+	kid->seed = uts_child_seed(node->seed, i);
+	kid->depth = node->depth + 1;
+}
+
+/* Add a finished child's result to its parent's. */
+static inline void
+uts_add(struct uts_node *node, const struct uts_node *kid)
+{
+	node->r.nodes += kid->r.nodes;
+	node->r.sum += kid->r.sum;
+}
+
 /* The expected answer for a root seed; nodes == 0 if unknown. */
 static inline struct uts_result
 uts_expected(uint64_t seed)
@@ -177,29 +243,6 @@ w7_rows(const double *A, const double *B, double *C, size_t n, size_t r0, size_t
 				c[j] += a * b[j];
 		}
 	}
-}
-
-/* ---- W8 latency tree ------------------------------------------------------------- */
-
-enum { W8_ITERS = 500 };
-
-/* A node's result: how many nodes below it (itself included) and the sum of their
- * work results' bit patterns, mod 2^64 (integer, so the sum is the same in any order). */
-struct w8_result {
-	uint64_t nodes, sum;
-};
-
-/* Node `index` (heap numbering: children 2i+1, 2i+2) does W8_ITERS rounds on a local
- * double; its bits go into the sum, so the loop cannot be optimised away. */
-static inline uint64_t
-w8_work(uint64_t index)
-{
-	double x = (double)index * 1e-3;
-	for (int k = 0; k < W8_ITERS; k++)
-		x = x * 1.0000001 + 1e-9;
-	uint64_t bits;
-	memcpy(&bits, &x, sizeof bits);
-	return bits;
 }
 
 /* ---- W5 submit storm ------------------------------------------------------------- */

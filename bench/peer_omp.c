@@ -3,7 +3,8 @@
  * thread that enters making the first task; children are `omp task` with shared result
  * slots and `taskwait`, the same shape as the heist versions. OpenMP's team includes
  * the calling thread, so `threads` counts it. The loops (W4, W7) are `parallel for
- * schedule(static)` instead. Built only with OpenMP (HEIST_BENCH_OMP). */
+ * schedule(static)` instead. Built only with OpenMP (HEIST_BENCH_OMP); the kernels are
+ * kernels.h's and w8.h's, as for heist and serial. */
 #include "peers.h"
 
 #include <omp.h>
@@ -23,8 +24,8 @@ fib(int n)
 	return a + b;
 }
 
-long
-peer_omp_fib(unsigned threads, int n)
+static long
+omp_fib(unsigned threads, int n)
 {
 	long r = 0;
 #pragma omp parallel num_threads(threads) shared(r)
@@ -38,29 +39,22 @@ peer_omp_fib(unsigned threads, int n)
 static void
 nqueens(struct nq_arg *a)
 {
-	if (a->rows == a->n) {
-		a->count = 1;
+	if (nq_solved(a))
 		return;
-	}
 	struct nq_arg kid[NQ_MAX];
 	int k = 0;
-	for (int col = 0; col < a->n; col++) {
-		if (!nq_safe(a->board, a->rows, col))
-			continue;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
 		nq_child(&kid[k], a, col);
 		struct nq_arg *c = &kid[k++];
 #pragma omp task firstprivate(c)
 		nqueens(c);
 	}
 #pragma omp taskwait
-	long count = 0;
-	while (k--)
-		count += kid[k].count;
-	a->count = count;
+	a->count = nq_sum(kid, k);
 }
 
-long
-peer_omp_nqueens(unsigned threads, int n)
+static long
+omp_nqueens(unsigned threads, int n)
 {
 	struct nq_arg root = { .n = n, .rows = 0, .count = 0 };
 #pragma omp parallel num_threads(threads) shared(root)
@@ -71,38 +65,26 @@ peer_omp_nqueens(unsigned threads, int n)
 
 /* ---- W3 uts: a task per child ------------------------------------------------------ */
 
-struct uts_node {
-	uint64_t seed;
-	int depth;
-	struct uts_result r;
-};
-
 static void
 uts(struct uts_node *node)
 {
-	uint64_t h = uts_work(node->seed);
-	int n = uts_children(h, node->depth);
-	node->r.nodes = 1;
-	node->r.sum = h;
+	int n = uts_visit(node);
 	if (n == 0)
 		return;
 	struct uts_node kid[n];
 	for (int i = 0; i < n; i++) {
-		kid[i].seed = uts_child_seed(node->seed, i);
-		kid[i].depth = node->depth + 1;
+		uts_child(&kid[i], node, i);
 		struct uts_node *c = &kid[i];
 #pragma omp task firstprivate(c)
 		uts(c);
 	}
 #pragma omp taskwait
-	for (int i = n - 1; i >= 0; i--) {
-		node->r.nodes += kid[i].r.nodes;
-		node->r.sum += kid[i].r.sum;
-	}
+	for (int i = n - 1; i >= 0; i--)
+		uts_add(node, &kid[i]);
 }
 
-struct uts_result
-peer_omp_uts(unsigned threads, uint64_t seed)
+static struct uts_result
+omp_uts(unsigned threads, uint64_t seed)
 {
 	struct uts_node root = { .seed = seed, .depth = 0 };
 #pragma omp parallel num_threads(threads) shared(root)
@@ -113,8 +95,8 @@ peer_omp_uts(unsigned threads, uint64_t seed)
 
 /* ---- W5 submit storm: one thread makes a task per k; the region's end waits ------- */
 
-void
-peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
+static void
+omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
 {
 #pragma omp parallel num_threads(threads)
 #pragma omp single
@@ -127,8 +109,8 @@ peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
 /* ---- W4 for_each: a `parallel for` per repetition; libgomp keeps the team's threads
  * between regions, so each region pays the fork and the join, not thread creation ---- */
 
-void
-peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
+static void
+omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
 {
 	for (unsigned r = 0; r < reps; r++) {
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -139,8 +121,8 @@ peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
 
 /* ---- W7 matmul: rows of C split statically over the team ---------------------------- */
 
-void
-peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n)
+static void
+omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n)
 {
 #pragma omp parallel for schedule(static) num_threads(threads)
 	for (size_t i = 0; i < n; i++)
@@ -150,29 +132,39 @@ peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, s
 /* ---- W8 latency tree: both children are tasks ---------------------------------------- */
 
 static void
-tree(uint64_t index, int depth, int max_depth, struct w8_result *r)
+tree(struct w8_node *n)
 {
-	r->nodes = 1;
-	r->sum = w8_work(index);
-	if (depth == max_depth)
+	if (!w8_visit(n))
 		return;
-	struct w8_result kid[2];
-	struct w8_result *k0 = &kid[0], *k1 = &kid[1];
-#pragma omp task firstprivate(k0, index, depth, max_depth)
-	tree(2 * index + 1, depth + 1, max_depth, k0);
-#pragma omp task firstprivate(k1, index, depth, max_depth)
-	tree(2 * index + 2, depth + 1, max_depth, k1);
+	struct w8_node kid[2];
+	w8_children(kid, n);
+	struct w8_node *k0 = &kid[0], *k1 = &kid[1];
+#pragma omp task firstprivate(k0)
+	tree(k0);
+#pragma omp task firstprivate(k1)
+	tree(k1);
 #pragma omp taskwait
-	r->nodes += kid[0].nodes + kid[1].nodes;
-	r->sum += kid[0].sum + kid[1].sum;
+	w8_gather(n, kid);
 }
 
-struct w8_result
-peer_omp_tree(unsigned threads, int depth)
+static struct w8_result
+omp_tree(unsigned threads, unsigned depth, unsigned payload)
 {
-	struct w8_result root = { 0, 0 };
+	struct w8_node root = w8_root(depth, payload);
 #pragma omp parallel num_threads(threads) shared(root)
 #pragma omp single
-	tree(0, 0, depth, &root);
-	return root;
+	tree(&root);
+	return root.r;
 }
+
+const struct peer peer_omp = {
+	.impl = "omp",
+	.fib = omp_fib,
+	.nqueens = omp_nqueens,
+	.uts = omp_uts,
+	.for_each = omp_for_each,
+	.storm = omp_storm,
+	.round_trip = NULL,	/* no way for an outside thread to hand a running team a task */
+	.matmul = omp_matmul,
+	.tree = omp_tree,
+};

@@ -46,34 +46,21 @@ fib(int n)
 void
 nqueens(nq_arg *a)
 {
-	if (a->rows == a->n) {
-		a->count = 1;
+	if (nq_solved(a))
 		return;
-	}
 	nq_arg kid[NQ_MAX];
 	int k = 0;
 	tbb::task_group g;
-	for (int col = 0; col < a->n; col++) {
-		if (!nq_safe(a->board, a->rows, col))
-			continue;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
 		nq_child(&kid[k], a, col);
 		nq_arg *c = &kid[k++];
 		g.run([c] { nqueens(c); });
 	}
 	g.wait();
-	long count = 0;
-	while (k--)
-		count += kid[k].count;
-	a->count = count;
+	a->count = nq_sum(kid, k);
 }
 
 /* ---- W3 uts --------------------------------------------------------------------- */
-
-struct uts_node {
-	uint64_t seed;
-	int depth;
-	uts_result r;
-};
 
 void uts(uts_node *node);
 
@@ -91,25 +78,19 @@ uts_kids(uts_node *node, int n)
 	}
 	tbb::task_group g;
 	for (int i = 0; i < n; i++) {
-		kid[i].seed = uts_child_seed(node->seed, i);
-		kid[i].depth = node->depth + 1;
+		uts_child(&kid[i], node, i);
 		uts_node *c = &kid[i];
 		g.run([c] { uts(c); });
 	}
 	g.wait();
-	for (int i = n - 1; i >= 0; i--) {
-		node->r.nodes += kid[i].r.nodes;
-		node->r.sum += kid[i].r.sum;
-	}
+	for (int i = n - 1; i >= 0; i--)
+		uts_add(node, &kid[i]);
 }
 
 void
 uts(uts_node *node)
 {
-	uint64_t h = uts_work(node->seed);
-	int n = uts_children(h, node->depth);
-	node->r.nodes = 1;
-	node->r.sum = h;
+	int n = uts_visit(node);
 	if (n > 0)
 		uts_kids<UTS_CHILDREN>(node, n);
 }
@@ -117,19 +98,100 @@ uts(uts_node *node)
 /* ---- W8 latency tree: both children are tasks ---------------------------------- */
 
 void
-tree(uint64_t index, int depth, int max_depth, w8_result *r)
+tree(w8_node *n)
 {
-	r->nodes = 1;
-	r->sum = w8_work(index);
-	if (depth == max_depth)
+	if (!w8_visit(n))
 		return;
-	w8_result kid[2];
+	w8_node kid[2];
+	w8_children(kid, n);
 	tbb::task_group g;
-	g.run([&kid, index, depth, max_depth] { tree(2 * index + 1, depth + 1, max_depth, &kid[0]); });
-	g.run([&kid, index, depth, max_depth] { tree(2 * index + 2, depth + 1, max_depth, &kid[1]); });
+	g.run([&kid] { tree(&kid[0]); });
+	g.run([&kid] { tree(&kid[1]); });
 	g.wait();
-	r->nodes += kid[0].nodes + kid[1].nodes;
-	r->sum += kid[0].sum + kid[1].sum;
+	w8_gather(n, kid);
+}
+
+/* ---- the workloads' entry points: each enters the arena, whose size peer_tbb_start
+ * fixed (the threads argument is that count) ---------------------------------------- */
+
+long
+tbb_fib(unsigned, int n)
+{
+	return arena->execute([=] { return fib(n); });
+}
+
+long
+tbb_nqueens(unsigned, int n)
+{
+	nq_arg root{};
+	root.n = n;
+	arena->execute([&] { nqueens(&root); });
+	return root.count;
+}
+
+uts_result
+tbb_uts(unsigned, uint64_t seed)
+{
+	uts_node root{};
+	root.seed = seed;
+	arena->execute([&] { uts(&root); });
+	return root.r;
+}
+
+void
+tbb_storm(unsigned, double *out, size_t ntasks, unsigned iters)
+{
+	arena->execute([&] {
+		tbb::task_group g;
+		for (size_t k = 0; k < ntasks; k++)
+			g.run([out, k, iters] { out[k] = w5_body(k, iters); });
+		g.wait();
+	});
+}
+
+int
+tbb_round_trip(unsigned)
+{
+	static int result;
+	result = 0;
+	latch_reset(round_trip_latch, 1);
+	workers_only->enqueue([] {
+		result = 1;
+		latch_count_down(round_trip_latch);
+	});
+	latch_wait(round_trip_latch);
+	return result;
+}
+
+void
+tbb_for_each(unsigned, double *a, size_t n, unsigned reps)
+{
+	arena->execute([&] {
+		for (unsigned r = 0; r < reps; r++)
+			tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
+					  [a](const tbb::blocked_range<size_t> &br) {
+						  w4_range(a, br.begin(), br.end());
+					  });
+	});
+}
+
+void
+tbb_matmul(unsigned, const double *A, const double *B, double *C, size_t n)
+{
+	arena->execute([&] {
+		tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
+				  [=](const tbb::blocked_range<size_t> &br) {
+					  w7_rows(A, B, C, n, br.begin(), br.end());
+				  });
+	});
+}
+
+w8_result
+tbb_tree(unsigned, unsigned depth, unsigned payload)
+{
+	w8_node root = w8_root(depth, payload);
+	arena->execute([&] { tree(&root); });
+	return root.r;
 }
 
 } // namespace
@@ -161,86 +223,9 @@ peer_tbb_stop(void)
 	round_trip_latch = nullptr;
 }
 
-long
-peer_tbb_fib(int n)
-{
-	long r = 0;
-	arena->execute([&] { r = fib(n); });
-	return r;
-}
-
-long
-peer_tbb_nqueens(int n)
-{
-	nq_arg root{};
-	root.n = n;
-	arena->execute([&] { nqueens(&root); });
-	return root.count;
-}
-
-uts_result
-peer_tbb_uts(uint64_t seed)
-{
-	uts_node root{};
-	root.seed = seed;
-	arena->execute([&] { uts(&root); });
-	return root.r;
-}
-
-void
-peer_tbb_storm(double *out, size_t ntasks, unsigned iters)
-{
-	arena->execute([&] {
-		tbb::task_group g;
-		for (size_t k = 0; k < ntasks; k++)
-			g.run([out, k, iters] { out[k] = w5_body(k, iters); });
-		g.wait();
-	});
-}
-
-int
-peer_tbb_round_trip(void)
-{
-	static int result;
-	result = 0;
-	latch_reset(round_trip_latch, 1);
-	workers_only->enqueue([] {
-		result = 1;
-		latch_count_down(round_trip_latch);
-	});
-	latch_wait(round_trip_latch);
-	return result;
-}
-
-void
-peer_tbb_for_each(double *a, size_t n, unsigned reps)
-{
-	arena->execute([&] {
-		for (unsigned r = 0; r < reps; r++)
-			tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
-					  [a](const tbb::blocked_range<size_t> &br) {
-						  w4_range(a, br.begin(), br.end());
-					  });
-	});
-}
-
-void
-peer_tbb_matmul(const double *A, const double *B, double *C, size_t n)
-{
-	arena->execute([&] {
-		tbb::parallel_for(tbb::blocked_range<size_t>(0, n),
-				  [=](const tbb::blocked_range<size_t> &br) {
-					  w7_rows(A, B, C, n, br.begin(), br.end());
-				  });
-	});
-}
-
-w8_result
-peer_tbb_tree(int depth)
-{
-	w8_result root{};
-	arena->execute([&] { tree(0, 0, depth, &root); });
-	return root;
-}
+const struct peer peer_tbb = {
+	"tbb", tbb_fib, tbb_nqueens, tbb_uts, tbb_for_each, tbb_storm, tbb_round_trip,
+	tbb_matmul, tbb_tree,
+};
 
 } // extern "C"

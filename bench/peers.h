@@ -1,8 +1,10 @@
 /* peers.h - the same workloads on other runtimes, for comparison: OpenMP tasks
  * (peer_omp.c, built when meson finds OpenMP: HEIST_BENCH_OMP) and oneTBB task_group
- * (peer_tbb.cpp, built when meson finds tbb: HEIST_BENCH_TBB). Every function runs one
- * whole computation with `threads` threads, calling thread included, and returns its
- * answer; the caller times it and checks the answer. */
+ * (peer_tbb.cpp, built when meson finds tbb: HEIST_BENCH_TBB). Each runtime is one
+ * struct peer, a table of its versions of the workloads; a workload's table names the
+ * peers it has rows for, and the driver leaves out the ones not built (bench_peer in
+ * bench.c). Every function runs one whole computation with `threads` threads, calling
+ * thread included, and returns its answer; the caller times it and checks the answer. */
 #ifndef HEIST_BENCH_PEERS_H
 #define HEIST_BENCH_PEERS_H
 
@@ -10,45 +12,43 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#include "w8.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+struct peer {
+	const char *impl;	/* its rows' impl: "omp", "tbb" */
+	long (*fib)(unsigned threads, int n);
+	long (*nqueens)(unsigned threads, int n);
+	struct uts_result (*uts)(unsigned threads, uint64_t seed);
+	/* W4: reps times a[i] = w4_elem(a[i]) over [0, n), one parallel loop each. */
+	void (*for_each)(unsigned threads, double *a, size_t n, unsigned reps);
+	/* W5: one thread makes a task per k, out[k] = w5_body(k, iters), and waits. */
+	void (*storm)(unsigned threads, double *out, size_t ntasks, unsigned iters);
+	/* W6: hand a task that returns 1 to the runtime's workers and wait for it;
+	 * returns the task's value. NULL where an outside thread cannot do that. */
+	int (*round_trip)(unsigned threads);
+	/* W7: C = A x B, parallel over the rows of C. */
+	void (*matmul)(unsigned threads, const double *A, const double *B, double *C, size_t n);
+	/* W8: the binary tree of w8.h (2^(depth+1) - 1 nodes), a task per child. */
+	struct w8_result (*tree)(unsigned threads, unsigned depth, unsigned payload);
+};
+
 #ifdef HEIST_BENCH_OMP
-long peer_omp_fib(unsigned threads, int n);
-long peer_omp_nqueens(unsigned threads, int n);
-struct uts_result peer_omp_uts(unsigned threads, uint64_t seed);
-/* W5: one thread creates a task per k (parallel + single + task). */
-void peer_omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters);
-/* W4: reps times a[i] = w4_elem(a[i]) over [0, n), one `parallel for` each. */
-void peer_omp_for_each(unsigned threads, double *a, size_t n, unsigned reps);
-/* W7: C = A x B, `parallel for` over the rows of C. */
-void peer_omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n);
-/* W8: the binary tree of depth `depth` (2^(depth+1) - 1 nodes), a task per child. */
-struct w8_result peer_omp_tree(unsigned threads, int depth);
+/* parallel + single + task per child (fork-join, W5), parallel for (W4, W7); no W6. */
+extern const struct peer peer_omp;
 #endif
 
 #ifdef HEIST_BENCH_TBB
+/* task_group in a task_arena (fork-join, W5), parallel_for (W4, W7), enqueue on a
+ * workers-only arena + latch (W6). Its `threads` must be what peer_tbb_start got. */
+extern const struct peer peer_tbb;
 /* Make the arena of `threads` slots (and the global limits); call before the others,
  * again to change the count. peer_tbb_stop frees it. */
 void peer_tbb_start(unsigned threads);
 void peer_tbb_stop(void);
-long peer_tbb_fib(int n);
-long peer_tbb_nqueens(int n);
-struct uts_result peer_tbb_uts(uint64_t seed);
-/* W5: the calling thread enters the arena and runs a task_group task per k. */
-void peer_tbb_storm(double *out, size_t ntasks, unsigned iters);
-/* W6: hand a task that returns 1 to the arena's workers (enqueue) and wait for it on a
- * latch; returns the task's value. */
-int peer_tbb_round_trip(void);
-/* W4: enter the arena once, then reps times a parallel_for over a blocked_range of
- * [0, n) with the default (auto) partitioner. */
-void peer_tbb_for_each(double *a, size_t n, unsigned reps);
-/* W7: C = A x B, parallel_for over the rows of C (auto partitioner), in the arena. */
-void peer_tbb_matmul(const double *A, const double *B, double *C, size_t n);
-/* W8: the binary tree, a task_group run per child. */
-struct w8_result peer_tbb_tree(int depth);
 #endif
 
 #ifdef __cplusplus

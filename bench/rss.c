@@ -1,7 +1,7 @@
 /* rss.c - heist-bench --rss: the peak resident memory of each implementation on each
  * workload and size. Peak RSS is per process, so each (workload, impl) pair that has
  * rows runs again in a child process of its own: this program re-executed with
- * --only W --impl I --exact --reps 1 --rss-child. In the child, bench_measure resets
+ * --only W --impl I --exact --reps 1 --rss-child. In the child, the driver resets
  * the peak before each size's warm-up (writing 5 to /proc/self/clear_refs sets VmHWM
  * to the current RSS, Linux 4.0+) and reads VmHWM after its last run, so each size's
  * figure covers what is resident while that size runs: the inputs and the reference

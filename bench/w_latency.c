@@ -1,8 +1,8 @@
 /* w_latency.c - W8: a fork-join binary tree of depth D (2^(D+1) - 1 nodes, every one a
- * task but the root), each node doing a 500-iteration floating-point loop (w8_work)
- * before it spawns its two children and syncs them. The answer is the node count and
- * the sum of the loops' bit patterns mod 2^64, checked against a loop over the same node
- * indices computed before any clock.
+ * task but the root), each node doing a 500-iteration floating-point loop before it
+ * spawns its two children and syncs them: the tree of w8.c, which heist-latency runs
+ * too. The answer is the node count and the sum of the loops' bit patterns mod 2^64,
+ * checked against a loop over the same node indices computed before any clock.
  *
  * Rows: serial (plain recursion); heist with the profiler off and heist-prof with it on
  * (heist_config.profile), for the profiler's cost on a workload of ~1 us tasks and for
@@ -11,132 +11,79 @@
  * job of tools/heist-latency; this row keeps the three that have targets. */
 #include "workloads.h"
 
-#include "kernels.h"
 #include "peers.h"
+#include "w8.h"
 
 #include <heist/profile.h>
 
 #include <inttypes.h>
 #include <stdio.h>
 
-struct tree {
-	int depth;
-	struct w8_result want;
-	heist_pool *pool;
-	unsigned threads;
-	bool profiled;		/* reset the pool's profile before the first timed run */
-};
+/* The size's p.a is the depth, p.b the payload. */
+static void
+answer(struct bench_job *j, struct w8_result r)
+{
+	j->answer.value = (long long)r.tasks;
+	j->answer.sum = r.sum;
+}
 
-struct node {
-	uint64_t index;
-	int depth, max_depth;
+static void
+run_serial(struct bench_job *j)
+{
+	struct w8_node root = w8_root((unsigned)j->p.a, (unsigned)j->p.b);
+	w8_serial(&root);
+	answer(j, root.r);
+}
+
+static void
+run_heist(struct bench_job *j)
+{
 	struct w8_result r;
-};
-
-static void
-check(const struct tree *t, const char *impl, unsigned threads, struct w8_result got)
-{
-	bench_check("W8 tree nodes", impl, threads, (long long)got.nodes, (long long)t->want.nodes);
-	if (got.sum != t->want.sum)
-		bench_fail("WRONG ANSWER: W8 tree sum, %s with %u threads: got 0x%016" PRIx64
-			   ", expected 0x%016" PRIx64, impl, threads, got.sum, t->want.sum);
-}
-
-static void
-visit(struct node *nd)
-{
-	nd->r.nodes = 1;
-	nd->r.sum = w8_work(nd->index);
-	if (nd->depth == nd->max_depth)
-		return;
-	struct node kid[2] = {
-		{ 2 * nd->index + 1, nd->depth + 1, nd->max_depth, { 0, 0 } },
-		{ 2 * nd->index + 2, nd->depth + 1, nd->max_depth, { 0, 0 } },
-	};
-	visit(&kid[0]);
-	visit(&kid[1]);
-	nd->r.nodes += kid[0].r.nodes + kid[1].r.nodes;
-	nd->r.sum += kid[0].r.sum + kid[1].r.sum;
-}
-
-static int
-node_task(void *p)
-{
-	struct node *nd = p;
-	nd->r.nodes = 1;
-	nd->r.sum = w8_work(nd->index);
-	if (nd->depth == nd->max_depth)
-		return 0;
-	struct node kid[2] = {
-		{ 2 * nd->index + 1, nd->depth + 1, nd->max_depth, { 0, 0 } },
-		{ 2 * nd->index + 2, nd->depth + 1, nd->max_depth, { 0, 0 } },
-	};
-	heist_task t[2];
-	heist_spawn(&t[0], node_task, &kid[0]);
-	heist_spawn(&t[1], node_task, &kid[1]);
-	heist_sync(&t[1]);	/* reverse order of the spawns */
-	heist_sync(&t[0]);
-	nd->r.nodes += kid[0].r.nodes + kid[1].r.nodes;
-	nd->r.sum += kid[0].r.sum + kid[1].r.sum;
-	return 0;
-}
-
-static uint64_t
-run_serial(void *ctx, int rep)
-{
-	struct tree *t = ctx;
-	struct node root = { 0, 0, t->depth, { 0, 0 } };
-	(void)rep;
-	uint64_t t0 = bench_now_ns();
-	visit(&root);
-	uint64_t ns = bench_now_ns() - t0;
-	check(t, "serial", 1, root.r);
-	return ns;
-}
-
-static uint64_t
-run_heist(void *ctx, int rep)
-{
-	struct tree *t = ctx;
-	struct node root = { 0, 0, t->depth, { 0, 0 } };
-	if (t->profiled && rep == 0)
-		heist_profile_reset(t->pool);	/* report the timed runs only */
-	uint64_t t0 = bench_now_ns();
-	int err = heist_run(t->pool, node_task, &root);
-	uint64_t ns = bench_now_ns() - t0;
+	int err = w8_run(j->pool, (unsigned)j->p.a, (unsigned)j->p.b, &r);
 	if (err)
 		bench_fail("W8: heist_run returned %d", err);
-	check(t, t->profiled ? "heist-prof" : "heist", t->threads, root.r);
-	return ns;
+	answer(j, r);
 }
 
-#ifdef HEIST_BENCH_OMP
-static uint64_t
-run_omp(void *ctx, int rep)
+static void
+run_peer(struct bench_job *j)
 {
-	struct tree *t = ctx;
-	(void)rep;
-	uint64_t t0 = bench_now_ns();
-	struct w8_result r = peer_omp_tree(t->threads, t->depth);
-	uint64_t ns = bench_now_ns() - t0;
-	check(t, "omp", t->threads, r);
-	return ns;
+	answer(j, j->peer->tree(j->threads, (unsigned)j->p.a, (unsigned)j->p.b));
 }
-#endif
 
-#ifdef HEIST_BENCH_TBB
-static uint64_t
-run_tbb(void *ctx, int rep)
+static const struct bench_impl impls[] = {
+	{ "serial", 1, POOL_NONE, .run = run_serial },
+	{ "heist", THREADS, POOL_HEIST, .run = run_heist },
+	{ "heist-prof", THREADS, POOL_HEIST_PROF, .run = run_heist },
+	{ "omp", THREADS, POOL_PEER, .run = run_peer },
+	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
+};
+
+static void *
+setup(struct bench_set *s)
 {
-	struct tree *t = ctx;
-	(void)rep;
-	uint64_t t0 = bench_now_ns();
-	struct w8_result r = peer_tbb_tree(t->depth);
-	uint64_t ns = bench_now_ns() - t0;
-	check(t, "tbb", t->threads, r);
-	return ns;
+	struct w8_result *want = bench_alloc(s, 1, sizeof *want);
+	*want = w8_expected((unsigned)s->p.a, (unsigned)s->p.b);
+	snprintf(s->detail, sizeof s->detail, " (%" PRIu64 " tasks)", want->tasks);
+	return want;
 }
-#endif
+
+/* The profile of heist-prof covers the timed runs only. */
+static void
+reset(struct bench_job *j)
+{
+	if (j->kind == POOL_HEIST_PROF && j->rep == 0)
+		heist_profile_reset(j->pool);
+}
+
+static void
+check(const struct bench_job *j)
+{
+	const struct w8_result *want = j->in;
+	bench_check("W8 tree nodes", j->impl, j->threads, j->answer.value,
+		    (long long)want->tasks);
+	bench_check_sum("W8 tree sum", j, j->answer.sum, want->sum);
+}
 
 /* "p50 0.21 us", with the target and MISSED when above limit_ns. */
 static void
@@ -149,73 +96,45 @@ percentile_metric(struct row *r, const char *key, const char *name, double ns, d
 		row_metric(r, key, ns, "%s %.2f us", name, ns / 1e3);
 }
 
-void
-w8_latency(const struct bench_opts *o)
+static void
+figures(struct bench_set *s)
 {
-	if (!bench_selected(o, "W8", "W8"))
-		return;
-	int depth = o->quick ? 15 : 19;
-	unsigned N = o->threads;
-	char size[24];
-	snprintf(size, sizeof size, "depth %d", depth);
-	uint64_t tasks = ((uint64_t)1 << (depth + 1)) - 1;
-	bench_progress("W8 tree %s (%" PRIu64 " tasks):", size, tasks);
-
-	struct tree serial = { .depth = depth, .threads = 1 };
-	serial.want.nodes = tasks;
-	for (uint64_t i = 0; i < tasks; i++)
-		serial.want.sum += w8_work(i);
-	struct tree off = serial, on = serial, peer = serial;
-	off.threads = on.threads = peer.threads = N;
-	on.profiled = true;
-
-	struct variant v[6];
-	unsigned nv = 0;
-	bench_add(o, v, &nv, "serial", 1, run_serial, &serial);
-	if (bench_impl_enabled(o, "heist")) {
-		off.pool = bench_heist_pool_with(N, HEIST_PIN_NONE, false);
-		bench_add(o, v, &nv, "heist", N, run_heist, &off);
-	}
-	if (bench_impl_enabled(o, "heist-prof")) {
-		on.pool = bench_heist_pool_with(N, HEIST_PIN_NONE, true);
-		bench_add(o, v, &nv, "heist-prof", N, run_heist, &on);
-	}
-#ifdef HEIST_BENCH_OMP
-	bench_add(o, v, &nv, "omp", N, run_omp, &peer);
-#endif
-#ifdef HEIST_BENCH_TBB
-	bench_add(o, v, &nv, "tbb", N, run_tbb, &peer);
-#endif
-	(void)peer;
-	bench_measure(o, v, nv);
-	bench_rows_from("W8", size, v, nv);
-
-	for (unsigned i = 0; i < nv; i++) {
-		double per = (double)v[i].median_ns / (double)tasks;
-		row_metric(bench_row_for("W8", size, v[i].impl, v[i].threads), "ns_per_task", per,
-			   "%.0f ns/task", per);
-	}
-	struct variant *voff = bench_find(v, nv, "heist", N), *von = bench_find(v, nv, "heist-prof", N);
-	struct row *ron = bench_row_for("W8", size, "heist-prof", N);
+	const struct w8_result *want = s->in;
+	unsigned N = s->o->threads;
+	bench_figure_per(s, "ns_per_task", (double)want->tasks, 0, "ns/task");
+	struct variant *voff = bench_find(s, "heist", N), *von = bench_find(s, "heist-prof", N);
 	if (voff && von) {
 		double x = (double)von->median_ns / (double)voff->median_ns;
-		row_metric(ron, "ratio_profile_off", x, "t/off %.3f (target <= 1.10: %s)", x,
+		row_metric(von->row, "ratio_profile_off", x, "t/off %.3f (target <= 1.10: %s)", x,
 			   x <= 1.10 ? "met" : "MISSED");
 	}
-	if (on.pool) {
+	if (von) {
 		struct heist_latency_report rep;
-		int err = heist_profile_report(on.pool, &rep);
+		int err = heist_profile_report(von->job.pool, &rep);
 		if (err) {
-			row_note(ron, "heist_profile_report: error %d (profiler compiled out?)", err);
+			row_note(von->row, "heist_profile_report: error %d (profiler compiled out?)",
+				 err);
 		} else {
-			percentile_metric(ron, "dispatch_p50_ns", "dispatch p50", rep.dispatch.p50_ns, 500);
-			percentile_metric(ron, "dispatch_p99_ns", "p99", rep.dispatch.p99_ns, 10e3);
-			percentile_metric(ron, "dispatch_p999_ns", "p99.9", rep.dispatch.p999_ns, 100e3);
-			row_note(ron, "%" PRIu64 " samples over %u runs, %s", rep.dispatch.count, o->reps,
+			percentile_metric(von->row, "dispatch_p50_ns", "dispatch p50",
+					  rep.dispatch.p50_ns, 500);
+			percentile_metric(von->row, "dispatch_p99_ns", "p99", rep.dispatch.p99_ns,
+					  10e3);
+			percentile_metric(von->row, "dispatch_p999_ns", "p99.9",
+					  rep.dispatch.p999_ns, 100e3);
+			row_note(von->row, "%" PRIu64 " samples over %u runs, %s",
+				 rep.dispatch.count, s->o->reps,
 				 rep.exact ? "exact" : "histogram, within 1%");
 		}
 	}
-	row_note(bench_row_for("W8", size, "serial", 1), "500 iterations per node");
-	heist_pool_destroy(off.pool);
-	heist_pool_destroy(on.pool);
+	row_note(bench_set_row(s, "serial", 1), "%" PRIu64 " iterations per node", s->p.b);
 }
+
+const struct bench_workload w8_latency = {
+	.group = "W8", .title = "tree",
+	.nsizes = 1,
+	.sizes = {	/* depth, payload */
+		{ "W8", { "depth 19", 19, W8_PAYLOAD }, { "depth 15", 15, W8_PAYLOAD } },
+	},
+	.setup = setup, .reset = reset, .check = check, .figures = figures,
+	BENCH_IMPLS(impls),
+};

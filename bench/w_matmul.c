@@ -12,49 +12,39 @@
 #include "peers.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 struct mm {
 	size_t n;
 	unsigned mults;		/* multiplies per timed run */
 	double *A, *B, *C, *ref;
-	heist_pool *pool;
-	unsigned threads;
 };
 
 static void
-check(const struct mm *m, const char *impl, unsigned threads)
+check(const struct bench_job *j)
 {
-	size_t nn = m->n * m->n;
-	if (memcmp(m->C, m->ref, nn * sizeof m->C[0]) == 0)
-		return;
-	for (size_t i = 0; i < nn; i++)
-		if (memcmp(&m->C[i], &m->ref[i], sizeof m->C[i]) != 0)
-			bench_fail("WRONG ANSWER: W7 matmul n=%zu, %s with %u threads: "
-				   "C[%zu][%zu] = %.17g, expected %.17g",
-				   m->n, impl, threads, i / m->n, i % m->n, m->C[i], m->ref[i]);
+	const struct mm *m = j->in;
+	size_t nn = m->n * m->n, i = bench_first_difference(m->C, m->ref, nn);
+	if (i < nn)
+		bench_fail("WRONG ANSWER: W7 matmul n=%zu, %s with %u threads: "
+			   "C[%zu][%zu] = %.17g, expected %.17g",
+			   m->n, j->impl, j->threads, i / m->n, i % m->n, m->C[i], m->ref[i]);
 }
 
 /* Poison C, so that a row nobody computed cannot pass for the previous run's. */
 static void
-reset(struct mm *m)
+reset(struct bench_job *j)
 {
+	struct mm *m = j->in;
 	memset(m->C, 0xff, m->n * m->n * sizeof m->C[0]);
 }
 
-static uint64_t
-run_serial(void *ctx, int rep)
+static void
+run_serial(struct bench_job *j)
 {
-	struct mm *m = ctx;
-	(void)rep;
-	reset(m);
-	uint64_t t0 = bench_now_ns();
+	struct mm *m = j->in;
 	for (unsigned k = 0; k < m->mults; k++)
 		w7_rows(m->A, m->B, m->C, m->n, 0, m->n);
-	uint64_t ns = bench_now_ns() - t0;
-	check(m, "serial", 1);
-	return ns;
 }
 
 static int
@@ -65,134 +55,98 @@ rows_body(void *arg, size_t begin, size_t end)
 	return 0;
 }
 
-static uint64_t
-run_heist(void *ctx, int rep)
+static void
+run_heist(struct bench_job *j)
 {
-	struct mm *m = ctx;
-	(void)rep;
-	reset(m);
-	uint64_t t0 = bench_now_ns();
+	struct mm *m = j->in;
 	for (unsigned k = 0; k < m->mults; k++) {
-		int err = heist_for_each(m->pool, 0, m->n, 0, rows_body, m);
+		int err = heist_for_each(j->pool, 0, m->n, 0, rows_body, m);
 		if (err)
 			bench_fail("W7: heist_for_each returned %d", err);
 	}
-	uint64_t ns = bench_now_ns() - t0;
-	check(m, "heist", m->threads);
-	return ns;
 }
-
-#ifdef HEIST_BENCH_OMP
-static uint64_t
-run_omp(void *ctx, int rep)
-{
-	struct mm *m = ctx;
-	(void)rep;
-	reset(m);
-	uint64_t t0 = bench_now_ns();
-	for (unsigned k = 0; k < m->mults; k++)
-		peer_omp_matmul(m->threads, m->A, m->B, m->C, m->n);
-	uint64_t ns = bench_now_ns() - t0;
-	check(m, "omp", m->threads);
-	return ns;
-}
-#endif
-
-#ifdef HEIST_BENCH_TBB
-static uint64_t
-run_tbb(void *ctx, int rep)
-{
-	struct mm *m = ctx;
-	(void)rep;
-	reset(m);
-	uint64_t t0 = bench_now_ns();
-	for (unsigned k = 0; k < m->mults; k++)
-		peer_tbb_matmul(m->A, m->B, m->C, m->n);
-	uint64_t ns = bench_now_ns() - t0;
-	check(m, "tbb", m->threads);
-	return ns;
-}
-#endif
 
 static void
-one_size(const struct bench_opts *o, heist_pool *pool, size_t n)
+run_peer(struct bench_job *j)
 {
-	unsigned N = o->threads;
-	char size[24];
-	snprintf(size, sizeof size, "n=%zu", n);
+	struct mm *m = j->in;
+	for (unsigned k = 0; k < m->mults; k++)
+		j->peer->matmul(j->threads, m->A, m->B, m->C, m->n);
+}
+
+static const struct bench_impl impls[] = {
+	{ "serial", 1, POOL_NONE, .run = run_serial },
+	{ "heist", THREADS, POOL_HEIST, .run = run_heist, .note = "for_each over rows, auto grain" },
+	{ "omp", THREADS, POOL_PEER, .run = run_peer },
+	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
+};
+
+/* The size's p.a is n. */
+static void *
+setup(struct bench_set *s)
+{
+	struct mm *m = bench_alloc(s, 1, sizeof *m);
+	size_t n = (size_t)s->p.a, nn = n * n;
+	m->n = n;
 	/* About 2^25 multiply-adds per timed run: 16 multiplies at n=128, 2 at 256. */
 	size_t work = n * n * n;
-	unsigned mults = work >= ((size_t)1 << 25) ? 1 : (unsigned)(((size_t)1 << 25) / work);
-	bench_progress("W7 matmul %s (%u per run):", size, mults);
+	m->mults = work >= ((size_t)1 << 25) ? 1 : (unsigned)(((size_t)1 << 25) / work);
+	snprintf(s->detail, sizeof s->detail, " (%u per run)", m->mults);
 
-	struct mm m = { .n = n, .mults = mults, .pool = pool, .threads = N };
-	size_t nn = n * n;
-	m.A = malloc(nn * sizeof *m.A);
-	m.B = malloc(nn * sizeof *m.B);
-	m.C = malloc(nn * sizeof *m.C);
-	m.ref = malloc(nn * sizeof *m.ref);
-	if (!m.A || !m.B || !m.C || !m.ref)
-		bench_fail("W7: out of memory");
+	m->A = bench_alloc(s, nn, sizeof *m->A);
+	m->B = bench_alloc(s, nn, sizeof *m->B);
+	m->C = bench_alloc(s, nn, sizeof *m->C);
+	m->ref = bench_alloc(s, nn, sizeof *m->ref);
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < n; j++) {
-			m.A[i * n + j] = (double)((i * 7 + j * 3) % 11) / 10.0;
-			m.B[i * n + j] = (double)((i * 5 + j * 2) % 13) / 10.0;
+			m->A[i * n + j] = (double)((i * 7 + j * 3) % 11) / 10.0;
+			m->B[i * n + j] = (double)((i * 5 + j * 2) % 13) / 10.0;
 		}
-	w7_rows(m.A, m.B, m.ref, n, 0, n);
+	w7_rows(m->A, m->B, m->ref, n, 0, n);
+	return m;
+}
 
-	struct mm serial = m;
-	serial.threads = 1;
-	struct variant v[5];
-	unsigned nv = 0;
-	bench_add(o, v, &nv, "serial", 1, run_serial, &serial);
-	if (pool)
-		bench_add(o, v, &nv, "heist", N, run_heist, &m);
-#ifdef HEIST_BENCH_OMP
-	bench_add(o, v, &nv, "omp", N, run_omp, &m);
-#endif
-#ifdef HEIST_BENCH_TBB
-	bench_add(o, v, &nv, "tbb", N, run_tbb, &m);
-#endif
-	bench_measure(o, v, nv);
-	/* Rows show the time per multiply. */
-	for (unsigned i = 0; i < nv; i++)
-		v[i].median_ns /= mults;
-	bench_rows_from("W7", size, v, nv);
+/* Rows show the time per multiply. */
+static void
+times(struct bench_set *s)
+{
+	const struct mm *m = s->in;
+	for (unsigned i = 0; i < s->n; i++)
+		s->v[i].median_ns /= m->mults;
+}
 
+static void
+figures(struct bench_set *s)
+{
+	const struct mm *m = s->in;
+	double work = (double)m->n * (double)m->n * (double)m->n;
+	bench_figure_per(s, "ms_per_multiply", 1e6, 3, "ms/multiply");
 	double best_peer = 0;
 	const char *best_name = NULL;
-	for (unsigned i = 0; i < nv; i++) {
-		struct row *r = bench_row_for("W7", size, v[i].impl, v[i].threads);
-		double ms = (double)v[i].median_ns / 1e6;
-		row_metric(r, "ms_per_multiply", ms, "%.3f ms/multiply", ms);
-		double gflops = 2.0 * (double)work / (double)v[i].median_ns;
-		row_metric(r, "gflops", gflops, "%.2f GFLOP/s", gflops);
-		bool peer = strcmp(v[i].impl, "omp") == 0 || strcmp(v[i].impl, "tbb") == 0;
-		if (peer && (!best_name || (double)v[i].median_ns < best_peer)) {
-			best_peer = (double)v[i].median_ns;
-			best_name = v[i].impl;
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct variant *v = &s->v[i];
+		double gflops = 2.0 * work / (double)v->median_ns;
+		row_metric(v->row, "gflops", gflops, "%.2f GFLOP/s", gflops);
+		if (v->job.kind == POOL_PEER && (!best_name || (double)v->median_ns < best_peer)) {
+			best_peer = (double)v->median_ns;
+			best_name = v->job.impl;
 		}
 	}
-	struct variant *vh = bench_find(v, nv, "heist", N);
+	struct variant *vh = bench_find(s, "heist", s->o->threads);
 	if (vh && best_name) {
 		double x = (double)vh->median_ns / best_peer;
-		row_metric(bench_row_for("W7", size, "heist", N), "ratio_to_best_peer", x,
-			   "t/%s %.2f (target <= 1.00: %s)", best_name, x, x <= 1.0 ? "met" : "MISSED");
+		row_metric(vh->row, "ratio_to_best_peer", x, "t/%s %.2f (target <= 1.00: %s)",
+			   best_name, x, x <= 1.0 ? "met" : "MISSED");
 	}
-	row_note(bench_row_for("W7", size, "heist", N), "for_each over rows, auto grain");
-	free(m.A);
-	free(m.B);
-	free(m.C);
-	free(m.ref);
 }
 
-void
-w7_matmul(const struct bench_opts *o)
-{
-	if (!bench_selected(o, "W7", "W7"))
-		return;
-	heist_pool *pool = bench_impl_enabled(o, "heist") ? bench_heist_pool(o->threads) : NULL;
-	one_size(o, pool, o->quick ? 128 : 256);
-	one_size(o, pool, o->quick ? 256 : 512);
-	heist_pool_destroy(pool);
-}
+const struct bench_workload w7_matmul = {
+	.group = "W7", .title = "matmul",
+	.nsizes = 2,
+	.sizes = {
+		{ "W7", { "n=256", 256, 0 }, { "n=128", 128, 0 } },
+		{ "W7", { "n=512", 512, 0 }, { "n=256", 256, 0 } },
+	},
+	.setup = setup, .reset = reset, .check = check, .times = times, .figures = figures,
+	BENCH_IMPLS(impls),
+};

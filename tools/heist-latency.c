@@ -7,7 +7,9 @@
  *
  * Only the public API is used (heist/heist.h, heist/profile.h): this file is also an
  * example of reading the profiler. Measuring is the library's job; this file chooses
- * the workload, waits for it, and formats. docs/profiler.md describes the output. */
+ * the workload, waits for it, and formats. The W8 tree itself is bench/w8.c, shared
+ * with heist-bench's W8 rows and tests/test-profile.c and compiled in by
+ * tools/meson.build. docs/profiler.md describes the output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
@@ -29,6 +31,7 @@
 
 #include "heist/heist.h"
 #include "heist/profile.h"
+#include "w8.h"		/* bench/w8.h: the W8 tree heist-bench runs too */
 
 #define PROG "heist-latency"
 
@@ -187,7 +190,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
-	*o = (struct options){.workload = FORK_JOIN, .depth = 19, .repeat = 1};
+	*o = (struct options){.workload = FORK_JOIN, .depth = W8_DEPTH, .repeat = 1};
 	opterr = 0;	/* our own one-line messages */
 	int c;
 	while ((c = getopt_long(argc, argv, ":w:t:d:p:n:l:r:jhV", longs, NULL)) != -1) {
@@ -265,7 +268,7 @@ parse_options(int argc, char **argv, struct options *o)
 		die_usage("--tasks applies to --workload submit or for-each, not %s", w);
 	if (o->loops_set && o->workload != FOR_EACH)
 		die_usage("--loops applies to --workload for-each, not %s", w);
-	static const uint64_t payloads[] = {500, 1000, 8}, tasks[] = {0, 1000000, 10000};
+	static const uint64_t payloads[] = {W8_PAYLOAD, 1000, 8}, tasks[] = {0, 1000000, 10000};
 	if (!o->payload_set)
 		o->payload = payloads[o->workload];
 	if (!o->tasks_set)
@@ -293,43 +296,12 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* W8: one tree node. Lives in its parent's frame next to the child's heist_task; the
- * child writes what it found back into it, so nothing is shared between tasks and
- * the count checks that every task ran exactly once. */
-struct node {
-	unsigned level, depth;	/* the root is level 0, leaves are level depth */
-	unsigned payload;
-	uint64_t tasks;		/* out: tasks in this subtree, itself included */
-	double sum;		/* out: the payloads' results, which keeps them alive */
-};
-
 static double
 spin(unsigned iters, double x, double c)
 {
 	for (unsigned i = 0; i < iters; i++)
 		x = x * 1.0000001 + c;
 	return x;
-}
-
-static int
-tree_task(void *arg)
-{
-	struct node *n = arg;
-	n->sum = spin(n->payload, (double)n->level, 1e-9);
-	n->tasks = 1;
-	if (n->level == n->depth)
-		return 0;
-	struct node kid[2];
-	heist_task t[2];
-	for (int i = 0; i < 2; i++) {
-		kid[i] = (struct node){n->level + 1, n->depth, n->payload, 0, 0};
-		heist_spawn(&t[i], tree_task, &kid[i]);
-	}
-	int r1 = heist_sync(&t[1]);	/* reverse order of the spawns */
-	int r0 = heist_sync(&t[0]);
-	n->tasks += kid[0].tasks + kid[1].tasks;
-	n->sum += kid[0].sum + kid[1].sum;
-	return r0 ? r0 : r1;
 }
 
 /* W5: fire-and-forget tasks have no future, so the last one to finish posts. */
@@ -387,16 +359,19 @@ run_once(struct run *r)
 	int err = 0;
 	switch (o->workload) {
 	case FORK_JOIN: {
-		struct node root = {0, o->depth, (unsigned)o->payload, 0, 0};
-		err = heist_run(r->pool, tree_task, &root);
+		/* W8, bench/w8.c: each node is a task in its parent's frame that writes
+		 * its subtree's count back, so the count checks that every task ran
+		 * exactly once. */
+		struct w8_result res;
+		err = w8_run(r->pool, o->depth, (unsigned)o->payload, &res);
 		if (err)
 			die_err("heist_run", err);
-		if (root.tasks != r->expected) {
+		if (res.tasks != r->expected) {
 			fprintf(stderr, PROG ": the tree ran %" PRIu64 " tasks, expected %"
-				PRIu64 "\n", root.tasks, r->expected);
+				PRIu64 "\n", res.tasks, r->expected);
 			exit(1);
 		}
-		r->checksum += root.sum;
+		r->checksum += (double)res.sum;
 		break;
 	}
 	case SUBMIT: {
@@ -512,7 +487,7 @@ run_workload(struct run *r)
 	const struct options *o = r->o;
 	switch (o->workload) {
 	case FORK_JOIN:
-		r->expected = (UINT64_C(1) << (o->depth + 1)) - 1;
+		r->expected = w8_tasks(o->depth);
 		break;
 	case SUBMIT:
 		r->expected = o->tasks;
