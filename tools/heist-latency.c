@@ -37,9 +37,6 @@
 
 enum {
 	MAX_DEPTH = 30,		/* 2^31 - 1 tasks: the tree's count still fits an int */
-	/* What profile.c keeps per worker before only its histograms count (the public
-	 * header promises "buffers"; the size is in src/profile.c, SAMPLES_PER_WORKER). */
-	BUFFER_SAMPLES = 1 << 18,
 	TICKS_PER_HALF = 5,	/* HdrHistogram's default percentile ticks per half distance */
 	MAX_HALVINGS = 62,	/* far beyond any count a run can reach */
 	MAX_TICKS = TICKS_PER_HALF * (MAX_HALVINGS + 1) + 1,
@@ -767,7 +764,7 @@ print_table(const struct run *r, const struct result *res)
 		printf("samples:  %s, all kept: percentiles are exact\n", a);
 	} else {
 		fmt_count(b, sizeof(b), rep->samples_dropped);
-		fmt_count(c, sizeof(c), BUFFER_SAMPLES);
+		fmt_count(c, sizeof(c), rep->buffer_samples);
 		printf("samples:  %s, of which %s overflowed the buffers (%s per worker):\n"
 		       "          percentiles come from histograms (within 1%%); count, min, "
 		       "max and mean are exact\n", a, b, c);
@@ -891,9 +888,9 @@ print_json(const struct run *r, const struct result *res)
 		rep->clock.cycles_per_ns, rep->clock.invariant, rep->clock.calibration,
 		calibration_key(rep->clock.calibration));
 	fprintf(f, "  \"exact\": %s, \"samples_kept\": %" PRIu64 ", \"samples_dropped\": %"
-		PRIu64 ", \"buffer_samples_per_worker\": %d, \"stddev_exact\": %s,\n",
+		PRIu64 ", \"buffer_samples_per_worker\": %" PRIu64 ", \"stddev_exact\": %s,\n",
 		rep->exact ? "true" : "false", rep->samples_kept, rep->samples_dropped,
-		BUFFER_SAMPLES, res->stddev_exact ? "true" : "false");
+		rep->buffer_samples, res->stddev_exact ? "true" : "false");
 	json_latency(f, "dispatch", &rep->dispatch, res->stddev_ns[0]);
 	fprintf(f, ",\n");
 	json_latency(f, "end_to_end", &rep->end_to_end, res->stddev_ns[1]);
@@ -1062,10 +1059,10 @@ write_trace(FILE *f, const char *path, heist_pool *pool, const struct run *r,
 	fprintf(t.f, "{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tool\":\"" PROG " %s\","
 		"\"workload\":\"%s\",\"clock\":\"%s\",\"cycles_per_ns\":%.6f,"
 		"\"tasks\":%" PRIu64 ",\"samples_kept\":%" PRIu64 ",\"samples_dropped\":%" PRIu64
-		",\"buffer_samples_per_worker\":%d,\"note\":\"%s\"},\n\"traceEvents\":[\n",
+		",\"buffer_samples_per_worker\":%" PRIu64 ",\"note\":\"%s\"},\n\"traceEvents\":[\n",
 		HEIST_VERSION, workload_names[r->o->workload], rep->clock.name,
 		rep->clock.cycles_per_ns, rep->end_to_end.count, rep->samples_kept,
-		rep->samples_dropped, BUFFER_SAMPLES,
+		rep->samples_dropped, rep->buffer_samples,
 		rep->samples_dropped ? "the profiler keeps at most buffer_samples_per_worker "
 				       "samples per worker; later tasks are missing here"
 				     : "every task is here");
@@ -1083,7 +1080,7 @@ write_trace(FILE *f, const char *path, heist_pool *pool, const struct run *r,
 		char a[32], b[32], c[32];
 		fmt_count(a, sizeof(a), rep->samples_dropped);
 		fmt_count(b, sizeof(b), rep->end_to_end.count);
-		fmt_count(c, sizeof(c), BUFFER_SAMPLES);
+		fmt_count(c, sizeof(c), rep->buffer_samples);
 		fprintf(stderr, PROG ": %s: %s of %s tasks are not in the trace (the profiler "
 			"keeps %s samples per worker)\n", path, a, b, c);
 	}
