@@ -2,8 +2,8 @@
  * clock's calibration against CLOCK_MONOTONIC, reports whose counts equal the tasks
  * that ran (fork-join trees, submitted tasks), ordered percentiles, per-sample sanity,
  * buffers that overflow into the histograms (exact counts, percentiles within the
- * histogram's 1/128), reset, per-worker reports, and the error paths. Declared in
- * tools/meson.build, beside heist-latency, the profiler's command-line user.
+ * histogram's 1/128), reset, per-worker reports, and the error paths. The command-line
+ * tool, heist-latency, is tested by tools/test-heist-latency.py.
  *
  * Tasks never call cmocka (its asserts longjmp, and tasks run on workers): they only
  * count themselves, in their parent's frame, and the test thread checks. Timings are
