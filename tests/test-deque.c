@@ -1,18 +1,13 @@
 /* test-deque.c - the deque alone: LIFO pop, FIFO steal, publishing the private
  * region, growth across several doublings, and an owner pushing and popping while
- * three thieves steal, every item taken exactly once. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
+ * three thieves steal, every item taken exactly once. Helpers: common.h. */
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "common.h"
 #include "deque.h"
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#ifdef TEST_SANITIZED
 enum { STRESS_ITEMS = 1000000 };
 #else
 enum { STRESS_ITEMS = 10000000 };
@@ -211,5 +206,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(owner_and_three_thieves_take_each_item_once,
 						setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

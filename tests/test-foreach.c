@@ -6,12 +6,11 @@
  * long; bodies run on the pool's workers; a nonzero body result stops the loop, is
  * returned, and no body runs after the call returns; bad input is rejected; loops nest
  * three deep without deadlock. Cancellation tokens are tested in test-cancel.c.
+ * Rules and helpers: common.h.
  *
- * Bodies and tasks never call cmocka (its asserts longjmp, and they run on workers):
- * they count what went wrong in atomics, which the test thread checks. Nothing here
- * waits on a clock: a test polls a condition, and a short spin only widens windows.
- * (Not sched_yield: on a machine loaded with busy processes each one can give the CPU
- * away for a whole time slice.)
+ * Nothing here waits on a clock: a test polls a condition, and a short spin only
+ * widens windows. (Not sched_yield: on a machine loaded with busy processes each one
+ * can give the CPU away for a whole time slice.)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
@@ -22,16 +21,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
-#include "heist/heist.h"
-#include "faults.h"	/* TEST_TSAN; nothing here needs faults.c linked */
+#include "common.h"
 
 /* ThreadSanitizer runs these loops about 10x slower: the grids of large ranges shrink
  * there (and stay large enough for many splits and steals); million_index_range_...
@@ -45,18 +36,6 @@ enum { MILLION_ODD = 1000003 };
 
 static const unsigned POOL_SIZES[] = {1, 2};
 #define NPOOLS (sizeof(POOL_SIZES) / sizeof(POOL_SIZES[0]))
-
-static heist_pool *
-make_pool(unsigned threads)
-{
-	struct heist_config cfg = { .threads = threads };
-	heist_pool *pool = NULL;
-
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	assert_int_equal(heist_pool_size(pool), threads);
-	return pool;
-}
 
 /* ---------------------------------------------------------------------------------- */
 /* How a loop is started: the four ways a caller can run one.                         */
@@ -635,14 +614,8 @@ first_failure_wins_among_many(void **state)
  * let the later failure win gives 13. If the two chunks never run at the same time
  * (the scheduler need not split a two-index range), there is nothing to check: skip.
  * The meeting's bound only decides between checking and skipping, never pass or fail. */
-enum { MEET_NAPS = 20 * 1000 };	/* 100 us naps: 2 s; an idle worker steals in far less */
-
-static void
-nap_100us(void)
-{
-	struct timespec ts = { 0, 100 * 1000 };
-	nanosleep(&ts, NULL);
-}
+/* 100 us naps: 2 s; an idle worker steals in far less. */
+enum { MEET_NAP_NS = 100 * 1000, MEET_NAPS = 20 * 1000 };
 
 struct ordered {
 	heist_pool *pool;
@@ -662,13 +635,6 @@ z_task(void *p)
 }
 
 static int
-noop_task(void *p)
-{
-	(void)p;
-	return 0;
-}
-
-static int
 ordered_body(void *arg, size_t b, size_t e)
 {
 	struct ordered *o = arg;
@@ -680,12 +646,12 @@ ordered_body(void *arg, size_t b, size_t e)
 	if (me == 0) {
 		/* A submit from a worker makes its deque public, the other half
 		 * included, so an idle worker can take it at once. */
-		if (heist_submit(o->pool, noop_task, NULL, NULL))
+		if (heist_submit(o->pool, ret_int, NULL, NULL))
 			return -1;
 	}
 	atomic_store(&o->entered[me], true);
 	for (i = 0; i < MEET_NAPS && !atomic_load(&o->entered[other]); i++)
-		nap_100us();
+		nap(MEET_NAP_NS);
 	if (i == MEET_NAPS) {
 		atomic_store(&o->alone, true);
 		return 0;
@@ -696,7 +662,7 @@ ordered_body(void *arg, size_t b, size_t e)
 		return 11;
 	}
 	for (i = 0; i < MEET_NAPS && !atomic_load(&o->z_ran); i++)
-		nap_100us();
+		nap(MEET_NAP_NS);
 	if (atomic_load(&o->returned))
 		atomic_fetch_add(&o->after_return, 1);
 	return i == MEET_NAPS ? -2 : 13;
@@ -1143,8 +1109,5 @@ main(void)
 		cmocka_unit_test(for_each_from_a_task_of_another_pool_runs_on_that_pool),
 		cmocka_unit_test(nested_failure_is_returned_by_the_outer_loop),
 	};
-	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

@@ -2,16 +2,14 @@
  * (W1 fib, W2 nqueens, W3 uts of WORKLOADS.md), many spawns in one frame, spawn/sync/
  * join outside a worker (inline), heist_run from several threads at once, deep
  * recursion, no heap allocation on the spawn/sync path (counted by faults.c), and
- * futures mixed with spawns inside tasks. Submit, futures and the pool's lifetime are
- * tested in test-pool.c.
- *
- * Tasks never call cmocka (its asserts longjmp, and tasks run on workers): they
- * count what went wrong in atomics, which the test thread checks.
+ * futures mixed with spawns inside tasks. Submits are tested in test-submit.c, futures
+ * in test-future.c, the pool's lifetime in test-pool.c. Rules and helpers (fib_spawn,
+ * fib_serial among them): common.h. Tasks count what went wrong in `errors`, which the
+ * test thread checks.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -19,13 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
-#include "heist/heist.h"
+#include "common.h"
 #include "faults.h"
 
 /* Sanitizer builds run 5-20x slower: smaller fib there (the file then takes about
@@ -40,60 +32,10 @@ enum { CHAIN_DEPTH = 10000 };
 
 static atomic_uint errors;	/* anything a task saw go wrong */
 
-static heist_pool *
-make_pool(unsigned threads)
-{
-	struct heist_config cfg = { .threads = threads };
-	heist_pool *pool = NULL;
-
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	return pool;
-}
-
-static long
-fib_serial(int n)
-{
-	long a = 0, b = 1;
-
-	for (int i = 0; i < n; i++) {
-		long c = a + b;
-		a = b;
-		b = c;
-	}
-	return a;
-}
-
 /* ---------------------------------------------------------------------------------- */
 /* W1 fib                                                                             */
 
-struct fib {
-	int n;
-	long r;
-};
-
-/* W1 with spawn and sync: every call above the leaves is a task, no cutoff. */
-static int
-fib_spawn(void *arg)
-{
-	struct fib *f = arg, a, b;
-	heist_task t;
-	int rc;
-
-	if (f->n < 2) {
-		f->r = f->n;
-		return 0;
-	}
-	a.n = f->n - 1;
-	b.n = f->n - 2;
-	heist_spawn(&t, fib_spawn, &a);
-	rc = fib_spawn(&b);
-	rc |= heist_sync(&t);
-	f->r = a.r + b.r;
-	return rc;
-}
-
-/* W1 with join. */
+/* W1 with join (fib_spawn, with spawn and sync, is common.h's). */
 static int
 fib_join(void *arg)
 {
@@ -467,12 +409,6 @@ join_returns_the_first_nonzero_on_a_worker(void **state)
 /* ---------------------------------------------------------------------------------- */
 /* heist_run                                                                          */
 
-static int
-ret_int(void *arg)
-{
-	return (int)(intptr_t)arg;
-}
-
 struct runner {
 	heist_pool *pool;
 	int first_n;
@@ -767,8 +703,5 @@ main(void)
 		cmocka_unit_test(tasks_mix_futures_and_spawns_sync_before_wait),
 		cmocka_unit_test(tasks_mix_futures_and_spawns_wait_with_spawn_outstanding),
 	};
-	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

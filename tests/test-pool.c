@@ -3,12 +3,7 @@
  * helping waits, sleep and wake-up, injector back-pressure, ESHUTDOWN, cancellation,
  * bad input, statistics, thread names, and allocation and pthread_create failures
  * (injected by faults.c). Fork-join (spawn, sync, join, run) is tested in test-fork.c.
- *
- * Rules every test here keeps: nothing passes because something was fast enough. A
- * test waits for a condition by polling it, with a bound (POLL_MAX naps, at least
- * 30 s) that only a broken library reaches; a sleep is only ever a chance for a bug to
- * show. Tasks and helper threads never call cmocka (its asserts longjmp): they record
- * what they saw in atomics, and the test thread checks. Every task counts its runs.
+ * Rules and helpers: common.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* pthread_getname_np, CPU_COUNT; meson passes it too */
@@ -16,157 +11,19 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
-#include "heist/heist.h"
+#include "common.h"
 #include "faults.h"
 
 /* Sizes. Sanitizer builds run these as they are: the whole file takes 2-6 s under
  * ThreadSanitizer on two cores, under a second in the normal build. */
 enum { DRAIN_TASKS = 100000, PRODUCER_TASKS = 100000, CYCLES = 500, STORM_TASKS = 20000 };
 enum { PRODUCERS = 4, BURSTS = 50 };
-
-/* Polling: look, nap NAP_NS, look again, at most POLL_MAX times (30 s of naps at
- * least). Reaching the bound means the library is broken, never that it was slow. */
-enum { NAP_NS = 200 * 1000, POLL_MAX = 150 * 1000 };
-static const uint64_t LONG_WAIT_NS = 30ull * 1000 * 1000 * 1000;
-
-static void
-nap(long ns)
-{
-	struct timespec ts = { 0, ns };
-	nanosleep(&ts, NULL);
-}
-
-/* Sets ok to whether cond became true within the bound. */
-#define POLL(ok, cond)                                                        \
-	do {                                                                  \
-		(ok) = false;                                                 \
-		for (long poll_i_ = 0; poll_i_ < POLL_MAX; poll_i_++) {       \
-			if (cond) {                                           \
-				(ok) = true;                                  \
-				break;                                        \
-			}                                                     \
-			nap(NAP_NS);                                          \
-		}                                                             \
-	} while (0)
-
-/* A non-NULL pointer no library call may leave in an out-parameter on failure. */
-static char sentinel_byte;
-#define SENTINEL ((void *)&sentinel_byte)
-
-static heist_pool *
-make_pool(unsigned threads)
-{
-	struct heist_config cfg = { .threads = threads };
-	heist_pool *pool = NULL;
-
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	assert_int_equal(heist_pool_size(pool), threads);
-	return pool;
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* Tasks shared by the tests                                                          */
-
-/* A gate holds a task until the test opens it. A worker held at a gate runs nothing
- * else (it naps, it does not help), which is what lets tests pin work in queues. */
-struct gate {
-	atomic_int open;
-	atomic_int entered;
-	atomic_int left;
-	int ret;		/* what gate_task returns */
-};
-
-static void
-gate_pass(struct gate *g)
-{
-	atomic_fetch_add(&g->entered, 1);
-	while (!atomic_load(&g->open))
-		nap(NAP_NS / 4);
-}
-
-static int
-gate_task(void *arg)
-{
-	struct gate *g = arg;
-
-	gate_pass(g);
-	atomic_fetch_add(&g->left, 1);
-	return g->ret;
-}
-
-/* Submit gate_task and wait until a worker is inside it. */
-static void
-hold_worker(heist_pool *pool, struct gate *g, heist_future **out)
-{
-	bool ok;
-
-	assert_int_equal(heist_submit(pool, gate_task, g, out), 0);
-	POLL(ok, atomic_load(&g->entered) > 0);
-	assert_true(ok);
-}
-
-static int
-ret_int(void *arg)
-{
-	return (int)(intptr_t)arg;
-}
-
-static int
-count_task(void *arg)
-{
-	atomic_fetch_add((atomic_uint *)arg, 1);
-	return 0;
-}
-
-/* Per-id run counters: id_task(id) bumps ids[id] and returns id % 1000 + 1. */
-static atomic_uint *ids;
-
-static void
-ids_alloc(size_t n)
-{
-	ids = calloc(n, sizeof *ids);
-	assert_non_null(ids);
-}
-
-static void
-ids_expect(size_t begin, size_t end, unsigned runs)
-{
-	for (size_t i = begin; i < end; i++) {
-		unsigned n = atomic_load(&ids[i]);
-		if (n != runs)
-			fail_msg("task %zu ran %u times, expected %u", i, n, runs);
-	}
-}
-
-static void
-ids_free(void)
-{
-	free(ids);
-	ids = NULL;
-}
-
-static int
-id_task(void *arg)
-{
-	uintptr_t id = (uintptr_t)arg;
-
-	atomic_fetch_add(&ids[id], 1);
-	return (int)(id % 1000) + 1;
-}
 
 /* ---------------------------------------------------------------------------------- */
 /* Results                                                                            */
@@ -200,25 +57,24 @@ static void
 wait_for_is_false_until_the_task_is_done(void **state)
 {
 	heist_pool *pool = make_pool(1);
-	static struct gate g;	/* static: a failed test leaves tasks that use it */
+	static struct hold h;	/* static: a failed test leaves tasks that use it */
 	heist_future *f = NULL;
 
 	(void)state;
-	g = (struct gate){ .ret = 5 };
-	hold_worker(pool, &g, &f);
-	/* The gate is closed: the task cannot be done, whatever the timeout. */
+	h = (struct hold){ .ret = 5 };
+	hold_worker(pool, &h, &f);
+	/* The hold is closed: the task cannot be done, whatever the timeout. */
 	assert_false(heist_future_wait_for(f, 0));
 	assert_false(heist_future_wait_for(f, 2 * 1000 * 1000));
 	assert_false(heist_future_done(f));
-	atomic_store(&g.open, 1);
+	atomic_store(&h.open, 1);
 	assert_true(heist_future_wait_for(f, LONG_WAIT_NS));
 	assert_true(heist_future_done(f));
-	assert_int_equal(atomic_load(&g.left), 1);	/* its writes are visible */
+	assert_int_equal(atomic_load(&h.left), 1);	/* its writes are visible */
 	assert_int_equal(heist_future_wait(f), 5);
 	heist_future_release(f);
 	heist_pool_destroy(pool);
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Destroy drains                                                                     */
 
@@ -241,15 +97,15 @@ destroy_drains_queued_tasks(void **state)
 {
 	enum { KEEP_EVERY = 1000 };
 	heist_pool *pool = make_pool(1);
-	static struct gate g;
+	static struct hold h;
 	heist_future *gf = NULL;
 	heist_future *kept[DRAIN_TASKS / KEEP_EVERY];
 	size_t nkept = 0;
 
 	(void)state;
-	g = (struct gate){ .ret = 3 };
+	h = (struct hold){ .ret = 3 };
 	ids_alloc(DRAIN_TASKS);
-	hold_worker(pool, &g, &gf);
+	hold_worker(pool, &h, &gf);
 	for (uintptr_t i = 0; i < DRAIN_TASKS; i++) {
 		heist_future **out = i % KEEP_EVERY == 0 ? &kept[nkept++] : NULL;
 		assert_int_equal(heist_submit(pool, id_task, (void *)i, out), 0);
@@ -257,7 +113,7 @@ destroy_drains_queued_tasks(void **state)
 	/* The only worker is held: every task is still queued. */
 	assert_int_equal(heist_pool_pending(pool), DRAIN_TASKS);
 	assert_int_equal(atomic_load(&ids[0]), 0);
-	atomic_store(&g.open, 1);
+	atomic_store(&h.open, 1);
 	heist_pool_destroy(pool);
 	ids_expect(0, DRAIN_TASKS, 1);
 	/* Futures outlive the pool: done, waitable and releasable now. */
@@ -296,12 +152,12 @@ chain_task(void *arg)
 	return 0;
 }
 
-/* Opens the gate once an outside submit is refused, that is once destroy has started;
+/* Opens the hold once an outside submit is refused, that is once destroy has started;
  * until then the pool cannot finish draining, so it stays valid. Probes that were
  * accepted before that must run like any other task. */
 struct opener {
 	heist_pool *pool;
-	struct gate *gate;
+	struct hold *hold;
 	atomic_uint accepted;
 	atomic_uint probe_runs;
 	atomic_int last_rc;
@@ -321,31 +177,31 @@ opener_main(void *arg)
 		atomic_fetch_add(&o->accepted, 1);
 		nap(NAP_NS);
 	}
-	atomic_store(&o->gate->open, 1);
+	atomic_store(&o->hold->open, 1);
 	return NULL;
 }
 
 static void
 tasks_submitted_during_the_drain_run(void **state)
 {
-	static struct gate g;
+	static struct hold h;
 	static struct opener o;
 	pthread_t t;
 	bool ok;
 
 	(void)state;
-	g = (struct gate){ 0 };
+	h = (struct hold){ 0 };
 	chain_pool = make_pool(2);
-	o = (struct opener){ .pool = chain_pool, .gate = &g, .last_rc = -1 };
+	o = (struct opener){ .pool = chain_pool, .hold = &h, .last_rc = -1 };
 	for (int c = 0; c < CHAINS; c++)
 		atomic_store(&chain_runs[c], 0);
 	atomic_store(&chain_spawn_runs, 0);
 	atomic_store(&chain_submit_errors, 0);
-	/* Hold both workers, queue the chain heads, and let the gate open only once
+	/* Hold both workers, queue the chain heads, and let the hold open only once
 	 * destroy has started: every link after the head is submitted during the drain. */
-	assert_int_equal(heist_submit(chain_pool, gate_task, &g, NULL), 0);
-	assert_int_equal(heist_submit(chain_pool, gate_task, &g, NULL), 0);
-	POLL(ok, atomic_load(&g.entered) == 2);
+	assert_int_equal(heist_submit(chain_pool, hold_task, &h, NULL), 0);
+	assert_int_equal(heist_submit(chain_pool, hold_task, &h, NULL), 0);
+	POLL(ok, atomic_load(&h.entered) == 2);
 	assert_true(ok);
 	for (uintptr_t c = 0; c < CHAINS; c++)
 		assert_int_equal(heist_submit(chain_pool, chain_task,
@@ -360,9 +216,8 @@ tasks_submitted_during_the_drain_run(void **state)
 	for (int c = 0; c < CHAINS; c++)
 		assert_int_equal(atomic_load(&chain_runs[c]), CHAIN_DEPTH + 1);
 	assert_int_equal(atomic_load(&chain_spawn_runs), CHAINS * (CHAIN_DEPTH + 1));
-	assert_int_equal(atomic_load(&g.left), 2);
+	assert_int_equal(atomic_load(&h.left), 2);
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Helping waits                                                                      */
 
@@ -413,7 +268,6 @@ waiting_on_a_worker_helps_instead_of_deadlocking(void **state)
 	heist_pool_destroy(nest_pool);
 	nest_pool = NULL;
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Many outside producers                                                             */
 
@@ -457,7 +311,6 @@ outside_producers_run_each_task_once(void **state)
 	ids_expect(0, (size_t)PRODUCERS * PRODUCER_TASKS, 1);
 	ids_free();
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Pool lifetime                                                                      */
 
@@ -500,7 +353,6 @@ create_and_destroy_with_tasks_in_flight(void **state)
 	}
 	ids_free();
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Sleep and wake-up                                                                  */
 
@@ -653,13 +505,12 @@ bursts_from_several_threads_after_all_workers_sleep_complete(void **state)
 	(void)state;
 	run_bursts(3);
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Injector back-pressure                                                             */
 
 struct limited_producer {
 	heist_pool *pool;
-	struct gate *gate;
+	struct hold *hold;
 	atomic_uint submitted;	/* submits that returned */
 	atomic_uint errors;
 	atomic_uint runs;
@@ -672,10 +523,10 @@ limited_producer_main(void *arg)
 
 	/* The first task holds the only worker; wait until it does, so that the worker
 	 * cannot have taken any other task with it. */
-	if (heist_submit(p->pool, gate_task, p->gate, NULL) != 0)
+	if (heist_submit(p->pool, hold_task, p->hold, NULL) != 0)
 		atomic_fetch_add(&p->errors, 1);
 	atomic_fetch_add(&p->submitted, 1);
-	while (atomic_load(&p->gate->entered) == 0)
+	while (atomic_load(&p->hold->entered) == 0)
 		nap(NAP_NS / 4);
 	for (int i = 1; i < 100; i++) {
 		if (heist_submit(p->pool, count_task, &p->runs, NULL) != 0)
@@ -690,7 +541,7 @@ outside_submit_blocks_at_the_injector_limit(void **state)
 {
 	enum { LIMIT = 4 };
 	struct heist_config cfg = { .threads = 1, .injector_limit = LIMIT };
-	static struct gate g;
+	static struct hold h;
 	static struct limited_producer p;
 	heist_pool *pool = NULL;
 	pthread_t t;
@@ -698,8 +549,8 @@ outside_submit_blocks_at_the_injector_limit(void **state)
 	bool ok;
 
 	(void)state;
-	g = (struct gate){ 0 };
-	p = (struct limited_producer){ .gate = &g };
+	h = (struct hold){ 0 };
+	p = (struct limited_producer){ .hold = &h };
 	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
 	p.pool = pool;
 	assert_int_equal(pthread_create(&t, NULL, limited_producer_main, &p), 0);
@@ -715,13 +566,13 @@ outside_submit_blocks_at_the_injector_limit(void **state)
 	assert_int_equal(heist_pool_pending(pool), LIMIT);
 	assert_true(atomic_load(&p.submitted) <= LIMIT + 1);	/* + the gated one */
 	assert_int_equal(atomic_load(&p.runs), 0);
-	atomic_store(&g.open, 1);
+	atomic_store(&h.open, 1);
 	pthread_join(t, NULL);
 	assert_int_equal(atomic_load(&p.submitted), 100);
 	heist_pool_destroy(pool);
 	assert_int_equal(atomic_load(&p.errors), 0);
 	assert_int_equal(atomic_load(&p.runs), 99);
-	assert_int_equal(atomic_load(&g.left), 1);
+	assert_int_equal(atomic_load(&h.left), 1);
 }
 
 /* A task on the only worker submits more tasks than the limit: worker submits go to
@@ -761,24 +612,23 @@ worker_submits_do_not_block_at_the_injector_limit(void **state)
 	assert_int_equal(atomic_load(&fan.errors), 0);
 	assert_int_equal(atomic_load(&fan.runs), 100);
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Shutdown                                                                           */
 
-struct drain_gate {
-	struct gate gate;
+struct drain_hold {
+	struct hold hold;
 	heist_pool *pool;
 	atomic_int submit_rc;
 	atomic_uint child_runs;
 };
 
-/* Held at the gate while destroy starts; then submits from inside the drain. */
+/* Held while destroy starts; then submits from inside the drain. */
 static int
-drain_gate_task(void *arg)
+drain_hold_task(void *arg)
 {
-	struct drain_gate *d = arg;
+	struct drain_hold *d = arg;
 
-	gate_pass(&d->gate);
+	hold_pass(&d->hold);
 	atomic_store(&d->submit_rc, heist_submit(d->pool, count_task, &d->child_runs, NULL));
 	return 0;
 }
@@ -794,7 +644,7 @@ static void
 outside_submit_after_destroy_started_gets_eshutdown(void **state)
 {
 	heist_pool *pool = make_pool(1);
-	static struct drain_gate d;
+	static struct drain_hold d;
 	static atomic_uint probe_runs, late_runs;
 	unsigned accepted = 0;
 	heist_future *gf = NULL, *f = SENTINEL;
@@ -804,14 +654,14 @@ outside_submit_after_destroy_started_gets_eshutdown(void **state)
 	bool ok;
 
 	(void)state;
-	d = (struct drain_gate){ .pool = pool, .submit_rc = -1 };
+	d = (struct drain_hold){ .pool = pool, .submit_rc = -1 };
 	atomic_store(&probe_runs, 0);
 	atomic_store(&late_runs, 0);
-	assert_int_equal(heist_submit(pool, drain_gate_task, &d, &gf), 0);
-	POLL(ok, atomic_load(&d.gate.entered) > 0);
+	assert_int_equal(heist_submit(pool, drain_hold_task, &d, &gf), 0);
+	POLL(ok, atomic_load(&d.hold.entered) > 0);
 	assert_true(ok);
 	assert_int_equal(pthread_create(&t, NULL, destroy_main, pool), 0);
-	/* Destroy cannot finish while the gate is closed, so the pool stays valid; probe
+	/* Destroy cannot finish while the hold is closed, so the pool stays valid; probe
 	 * until a submit sees that destruction has started. */
 	for (i = 0; i < POLL_MAX; i++) {
 		rc = heist_submit(pool, count_task, &probe_runs, NULL);
@@ -824,7 +674,7 @@ outside_submit_after_destroy_started_gets_eshutdown(void **state)
 	assert_int_equal(heist_submit(pool, count_task, &late_runs, &f), ESHUTDOWN);
 	assert_null(f);
 	assert_int_equal(heist_run(pool, count_task, &late_runs), ESHUTDOWN);
-	atomic_store(&d.gate.open, 1);
+	atomic_store(&d.hold.open, 1);
 	pthread_join(t, NULL);
 	/* A task running during the drain could still submit, and that task ran. */
 	assert_int_equal(atomic_load(&d.submit_rc), 0);
@@ -918,13 +768,13 @@ default_config_gives_one_worker_per_cpu(void **state)
 }
 
 struct where {
-	struct gate gate;
+	struct hold hold;
 	atomic_int index;
 	char name[32];
 	atomic_int name_rc;
 };
 
-/* Records the worker it runs on and the thread's name; waits at its gate if the test
+/* Records the worker it runs on and the thread's name; waits at its hold if the test
  * wants the worker held. */
 static int
 where_task(void *arg)
@@ -935,7 +785,7 @@ where_task(void *arg)
 	atomic_store(&w->name_rc, pthread_getname_np(pthread_self(), name, sizeof name));
 	memcpy(w->name, name, sizeof name);
 	atomic_store(&w->index, heist_worker_index());
-	gate_pass(&w->gate);
+	hold_pass(&w->hold);
 	return 0;
 }
 
@@ -948,13 +798,13 @@ run_on_both_workers(heist_pool *pool, struct where w[2])
 
 	bool ok;
 
-	atomic_store(&w[1].gate.open, 1);
+	atomic_store(&w[1].hold.open, 1);
 	assert_int_equal(heist_submit(pool, where_task, &w[0], &f0), 0);
-	POLL(ok, atomic_load(&w[0].gate.entered) > 0);
+	POLL(ok, atomic_load(&w[0].hold.entered) > 0);
 	assert_true(ok);
 	assert_int_equal(heist_submit(pool, where_task, &w[1], &f1), 0);
 	assert_int_equal(heist_future_wait(f1), 0);
-	atomic_store(&w[0].gate.open, 1);
+	atomic_store(&w[0].hold.open, 1);
 	assert_int_equal(heist_future_wait(f0), 0);
 	heist_future_release(f0);
 	heist_future_release(f1);
@@ -1002,7 +852,6 @@ worker_threads_are_named_prefix_dash_index(void **state)
 		heist_pool_destroy(pool);
 	}
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Cancellation                                                                       */
 
@@ -1010,23 +859,23 @@ static void
 cancel_of_a_queued_task_means_it_never_runs(void **state)
 {
 	heist_pool *pool = make_pool(1);
-	static struct gate g;
+	static struct hold h;
 	static atomic_uint runs, detached_runs, after_runs;
 	heist_future *f = NULL, *d = NULL, *a = NULL;
 
 	(void)state;
-	g = (struct gate){ 0 };
+	h = (struct hold){ 0 };
 	atomic_store(&runs, 0);
 	atomic_store(&detached_runs, 0);
 	atomic_store(&after_runs, 0);
-	hold_worker(pool, &g, NULL);
+	hold_worker(pool, &h, NULL);
 	assert_int_equal(heist_submit(pool, count_task, &runs, &f), 0);
 	assert_int_equal(heist_submit(pool, count_task, &detached_runs, &d), 0);
 	assert_int_equal(heist_submit(pool, count_task, &after_runs, &a), 0);
 	heist_future_cancel(f);
 	heist_future_cancel(d);
 	heist_future_release(d);	/* cancelled and detached: still never runs */
-	atomic_store(&g.open, 1);
+	atomic_store(&h.open, 1);
 	assert_int_equal(heist_future_wait(f), ECANCELED);
 	assert_int_equal(heist_future_wait(f), ECANCELED);
 	assert_true(heist_future_done(f));
@@ -1130,33 +979,8 @@ cancelled_is_false_in_uncancelled_tasks(void **state)
 	assert_int_equal(heist_run(pool, report_cancelled, NULL), 2);
 	heist_pool_destroy(pool);
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Statistics                                                                         */
-
-struct fib {
-	int n;
-	long r;
-};
-
-static int
-fib_task(void *arg)
-{
-	struct fib *f = arg, a, b;
-	heist_task t;
-
-	if (f->n < 2) {
-		f->r = f->n;
-		return 0;
-	}
-	a.n = f->n - 1;
-	b.n = f->n - 2;
-	heist_spawn(&t, fib_task, &a);
-	fib_task(&b);
-	heist_sync(&t);
-	f->r = a.r + b.r;
-	return 0;
-}
 
 static uint64_t
 stats_field(const struct heist_stats *s, int k)
@@ -1240,7 +1064,7 @@ stats_count_the_tasks_that_ran(void **state)
 	check_totals(pool, 2);
 
 	/* One submitted task that spawns: fib(15) spawns 986 children. */
-	assert_int_equal(heist_submit(pool, fib_task, &fib, &f), 0);
+	assert_int_equal(heist_submit(pool, fib_spawn, &fib, &f), 0);
 	assert_int_equal(heist_future_wait(f), 0);
 	heist_future_release(f);
 	assert_int_equal(fib.r, 610);
@@ -1254,23 +1078,8 @@ stats_count_the_tasks_that_ran(void **state)
 	check_totals(pool, 2);
 	heist_pool_destroy(pool);
 }
-
 /* ---------------------------------------------------------------------------------- */
 /* Faults                                                                             */
-
-/* Submits a few tasks with futures and checks their results. */
-static void
-check_pool_works(heist_pool *pool)
-{
-	heist_future *f[8];
-
-	for (uintptr_t i = 0; i < 8; i++)
-		assert_int_equal(heist_submit(pool, ret_int, (void *)(i + 1), &f[i]), 0);
-	for (uintptr_t i = 0; i < 8; i++) {
-		assert_int_equal(heist_future_wait(f[i]), (int)i + 1);
-		heist_future_release(f[i]);
-	}
-}
 
 static void
 create_fails_cleanly_at_each_allocation(void **state)
@@ -1353,7 +1162,6 @@ create_reports_thread_creation_failure(void **state)
 		assert_null(pool);
 	}
 }
-
 /* A thread that has never submitted, with every allocation it makes failing, submits
  * until a submit has to allocate (the worker is held, so no task record comes back
  * for reuse): that submit must fail with ENOMEM and queue nothing. */
@@ -1407,15 +1215,15 @@ static void
 submit_reports_enomem_and_the_pool_recovers(void **state)
 {
 	heist_pool *pool = make_pool(1);
-	static struct gate g;
+	static struct hold h;
 	static struct oom o[2];
 	pthread_t t;
 	size_t queued = 0;
 
 	(void)state;
-	g = (struct gate){ 0 };
+	h = (struct hold){ 0 };
 	ids_alloc(2 * (OOM_MAX + 1));
-	hold_worker(pool, &g, NULL);
+	hold_worker(pool, &h, NULL);
 	for (int k = 0; k < 2; k++) {
 		o[k] = (struct oom){ .pool = pool, .with_futures = k == 0,
 				     .first_id = (uintptr_t)k * (OOM_MAX + 1) };
@@ -1437,7 +1245,7 @@ submit_reports_enomem_and_the_pool_recovers(void **state)
 		queued += o[k].accepted + 1;
 		assert_int_equal(heist_pool_pending(pool), queued);
 	}
-	atomic_store(&g.open, 1);
+	atomic_store(&h.open, 1);
 	for (int k = 0; k < 2; k++) {
 		for (unsigned i = 0; i < o[k].accepted && o[k].with_futures; i++) {
 			uintptr_t id = o[k].first_id + i;
@@ -1490,8 +1298,5 @@ main(void)
 		cmocka_unit_test(create_reports_thread_creation_failure),
 		cmocka_unit_test(submit_reports_enomem_and_the_pool_recovers),
 	};
-	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

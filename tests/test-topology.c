@@ -1,20 +1,14 @@
 /* test-topology.c - placement and victim ranks on synthetic hwloc topologies (binding
  * on a synthetic topology succeeds without effect, so the whole path runs on any
  * machine), pinning on the real machine, and the affinity mask bounding the default
- * worker count. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
+ * worker count. Helpers: common.h. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "heist/heist.h"
+#include "common.h"
 #include "topology.h"
 
 enum { MAXW = 64 };
@@ -283,5 +277,5 @@ main(void)
 		cmocka_unit_test(affinity_mask_bounds_the_default_worker_count),
 		cmocka_unit_test(bad_synthetic_topology_is_einval),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }
