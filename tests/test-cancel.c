@@ -1,12 +1,12 @@
-/* test-cancel.c - cancellation tokens and heist_submit_copy, from the public API: token
- * basics and NULL safety; tasks cancelled while queued never run and their futures give
- * ECANCELED; one token cancels its batch and nothing else; a task cancelled while it
- * runs sees heist_cancelled() and its own result is delivered; heist_cancelled() is
- * false everywhere else; heist_future_cancel of one future spares the rest; tokens may
- * be released while their tasks are queued; bad input is rejected; heist_submit_copy
- * copies at the call, inline or on the heap, and a cancelled copy is freed. Futures
- * without tokens are tested in test-pool.c, loops in test-foreach.c. Rules and
- * helpers: common.h.
+/* test-cancel.c - cancellation, from the public API: heist_future_cancel of a queued,
+ * a running and a done task; cancellation tokens: basics and NULL safety; tasks
+ * cancelled while queued never run and their futures give ECANCELED; one token cancels
+ * its batch and nothing else; a task cancelled while it runs sees heist_cancelled() and
+ * its own result is delivered; heist_cancelled() is false everywhere else; heist_future_
+ * cancel of one future spares the rest; tokens may be released while their tasks are
+ * queued; bad input is rejected; heist_submit_copy copies at the call, inline or on the
+ * heap, and a cancelled copy is freed. Futures without cancellation are tested in
+ * test-future.c, loops in test-foreach.c. Rules and helpers: common.h.
  *
  * Most tests occupy a one-worker pool's only worker with an occupant task, so that
  * what they submit stays queued until they let it go: "queued" is then a fact, not a
@@ -117,6 +117,135 @@ expect_ran(heist_future *f, struct item *it)
 	assert_true(heist_future_done(f));
 	assert_int_equal(atomic_load(&it->runs), 1);
 	assert_int_equal(atomic_load(&it->saw_cancelled), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* heist_future_cancel without a token                                                */
+
+static void
+cancel_of_a_queued_task_means_it_never_runs(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	static struct hold h;
+	static atomic_uint runs, detached_runs, after_runs;
+	heist_future *f = NULL, *d = NULL, *a = NULL;
+
+	(void)state;
+	h = (struct hold){ 0 };
+	atomic_store(&runs, 0);
+	atomic_store(&detached_runs, 0);
+	atomic_store(&after_runs, 0);
+	hold_worker(pool, &h, NULL);
+	assert_int_equal(heist_submit(pool, count_task, &runs, &f), 0);
+	assert_int_equal(heist_submit(pool, count_task, &detached_runs, &d), 0);
+	assert_int_equal(heist_submit(pool, count_task, &after_runs, &a), 0);
+	heist_future_cancel(f);
+	heist_future_cancel(d);
+	heist_future_release(d);	/* cancelled and detached: still never runs */
+	atomic_store(&h.open, 1);
+	assert_int_equal(heist_future_wait(f), ECANCELED);
+	assert_int_equal(heist_future_wait(f), ECANCELED);
+	assert_true(heist_future_done(f));
+	assert_int_equal(heist_future_wait(a), 0);	/* its neighbour was not touched */
+	heist_future_release(a);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&runs), 0);
+	assert_int_equal(atomic_load(&detached_runs), 0);
+	assert_int_equal(atomic_load(&after_runs), 1);
+	assert_int_equal(heist_future_wait(f), ECANCELED);
+	heist_future_release(f);
+}
+
+struct watcher {
+	atomic_int started;
+	atomic_int cancelled_at_start;
+	atomic_int gave_up;
+};
+
+/* Runs until heist_cancelled() turns true, then returns 7. */
+static int
+watch_task(void *arg)
+{
+	struct watcher *w = arg;
+
+	atomic_store(&w->cancelled_at_start, heist_cancelled());
+	atomic_store(&w->started, 1);
+	for (long i = 0; !heist_cancelled(); i++) {
+		if (i == POLL_MAX) {
+			atomic_store(&w->gave_up, 1);
+			return 99;
+		}
+		nap(NAP_NS);
+	}
+	return 7;
+}
+
+static void
+cancel_of_a_running_task_is_seen_inside_it(void **state)
+{
+	heist_pool *pool = make_pool(2);
+	static struct watcher w;
+	heist_future *f = NULL;
+	bool ok;
+
+	(void)state;
+	w = (struct watcher){ 0 };
+	assert_int_equal(heist_submit(pool, watch_task, &w, &f), 0);
+	POLL(ok, atomic_load(&w.started));
+	assert_true(ok);
+	assert_false(heist_future_done(f));
+	heist_future_cancel(f);
+	/* The task's own value is delivered, not ECANCELED. */
+	assert_int_equal(heist_future_wait(f), 7);
+	assert_int_equal(atomic_load(&w.cancelled_at_start), 0);
+	assert_int_equal(atomic_load(&w.gave_up), 0);
+	heist_future_release(f);
+	heist_pool_destroy(pool);
+}
+
+static void
+cancel_of_a_done_task_changes_nothing(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	static atomic_uint runs;
+	heist_future *f = NULL;
+
+	(void)state;
+	atomic_store(&runs, 0);
+	assert_int_equal(heist_submit(pool, ret_int, (void *)5, &f), 0);
+	assert_int_equal(heist_future_wait(f), 5);
+	heist_future_cancel(f);
+	assert_true(heist_future_done(f));
+	assert_int_equal(heist_future_wait(f), 5);
+	heist_future_release(f);
+	/* heist_cancelled() is false in an ordinary task. */
+	assert_int_equal(heist_submit(pool, count_task, &runs, &f), 0);
+	assert_int_equal(heist_future_wait(f), 0);
+	heist_future_release(f);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&runs), 1);
+}
+
+/* 1 where heist_cancelled() is true, else 2 (neither is 0 nor ECANCELED). */
+static int
+cancelled_as_1_or_2(void *arg)
+{
+	(void)arg;
+	return heist_cancelled() ? 1 : 2;
+}
+
+static void
+cancelled_is_false_in_uncancelled_tasks(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	heist_future *f = NULL;
+
+	(void)state;
+	assert_int_equal(heist_submit(pool, cancelled_as_1_or_2, NULL, &f), 0);
+	assert_int_equal(heist_future_wait(f), 2);
+	heist_future_release(f);
+	assert_int_equal(heist_run(pool, cancelled_as_1_or_2, NULL), 2);
+	heist_pool_destroy(pool);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1088,6 +1217,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(cancel_of_a_queued_task_means_it_never_runs),
+		cmocka_unit_test(cancel_of_a_running_task_is_seen_inside_it),
+		cmocka_unit_test(cancel_of_a_done_task_changes_nothing),
+		cmocka_unit_test(cancelled_is_false_in_uncancelled_tasks),
 		cmocka_unit_test(token_create_rejects_null_out),
 		cmocka_unit_test(token_request_is_seen_and_idempotent),
 		cmocka_unit_test(token_functions_accept_null),
