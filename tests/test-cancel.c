@@ -167,15 +167,14 @@ static int
 watch_task(void *arg)
 {
 	struct watcher *w = arg;
+	bool ok;
 
 	atomic_store(&w->cancelled_at_start, heist_cancelled());
 	atomic_store(&w->started, 1);
-	for (long i = 0; !heist_cancelled(); i++) {
-		if (i == POLL_MAX) {
-			atomic_store(&w->gave_up, 1);
-			return 99;
-		}
-		nap(NAP_NS);
+	POLL(ok, heist_cancelled());
+	if (!ok) {
+		atomic_store(&w->gave_up, 1);
+		return 99;
 	}
 	return 7;
 }

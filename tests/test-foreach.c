@@ -1034,31 +1034,26 @@ for_each_from_a_task_of_another_pool_runs_on_that_pool(void **state)
 	heist_pool_destroy(a);
 }
 
-/* An inner failure travels out through each level's body. */
-static int
-fail_inner(void *arg, size_t b, size_t e)
-{
-	(void)arg;
-	return b <= 5 && 5 < e ? 23 : 0;
-}
+/* An inner failure travels out through each level's body: the outer loop (level 2)
+ * runs the middle one at index 2, the middle one (level 1) the inner one at index 3,
+ * and the inner one (level 0) fails with 23 at index 5. */
+struct fail_level {
+	heist_pool *pool;
+	int level;
+};
 
 static int
-fail_middle(void *arg, size_t b, size_t e)
+fail_nested(void *arg, size_t b, size_t e)
 {
-	heist_pool *pool = arg;
+	static const size_t at[] = { 5, 3, 2 };
+	const struct fail_level *l = arg;
+	struct fail_level below = { l->pool, l->level - 1 };
 	int r = 0;
-	for (size_t j = b; j < e && !r; j++)
-		r = j == 3 ? heist_for_each(pool, 0, 10, 1, fail_inner, NULL) : 0;
-	return r;
-}
 
-static int
-fail_outer(void *arg, size_t b, size_t e)
-{
-	heist_pool *pool = arg;
-	int r = 0;
+	if (l->level == 0)
+		return b <= at[0] && at[0] < e ? 23 : 0;
 	for (size_t i = b; i < e && !r; i++)
-		r = i == 2 ? heist_for_each(pool, 0, 10, 1, fail_middle, pool) : 0;
+		r = i == at[l->level] ? heist_for_each(l->pool, 0, 10, 1, fail_nested, &below) : 0;
 	return r;
 }
 
@@ -1069,9 +1064,10 @@ nested_failure_is_returned_by_the_outer_loop(void **state)
 	for (size_t p = 0; p < NPOOLS; p++) {
 		heist_pool *pool = make_pool(POOL_SIZES[p]);
 		for (size_t m = 0; m < NMODES; m++) {
+			struct fail_level outer = { pool, 2 };
 			struct call c = {
 				.pool = pool, .begin = 0, .end = 10, .grain = 1,
-				.body = fail_outer, .arg = pool,
+				.body = fail_nested, .arg = &outer,
 			};
 			assert_int_equal(run_loop(ALL_MODES[m], &c), 23);
 		}

@@ -269,60 +269,7 @@ uts_small_tree_is_right(void **state)
 
 enum { WIDE = 64 };
 
-struct slot {
-	int i;
-	atomic_uint runs;
-};
-
-static int
-slot_task(void *arg)
-{
-	struct slot *s = arg;
-
-	atomic_fetch_add(&s->runs, 1);
-	return s->i * 3 + 1;
-}
-
-/* 64 spawns, then 64 syncs in reverse order, each giving its own child's value. */
-static int
-wide_task(void *arg)
-{
-	struct slot *slots = arg;
-	heist_task t[WIDE];
-
-	for (int i = 0; i < WIDE; i++) {
-		slots[i].i = i;
-		atomic_store(&slots[i].runs, 0);
-		heist_spawn(&t[i], slot_task, &slots[i]);
-	}
-	for (int i = WIDE; i-- > 0;)
-		if (heist_sync(&t[i]) != i * 3 + 1)
-			atomic_fetch_add(&errors, 1);
-	for (int i = 0; i < WIDE; i++)
-		if (atomic_load(&slots[i].runs) != 1)
-			atomic_fetch_add(&errors, 1);
-	return 0;
-}
-
-static void
-sixty_four_spawns_then_syncs_in_one_frame(void **state)
-{
-	struct slot slots[WIDE];
-
-	(void)state;
-	atomic_store(&errors, 0);
-	for (unsigned threads = 1; threads <= 4; threads *= 2) {
-		heist_pool *pool = make_pool(threads);
-		for (int rep = 0; rep < 200; rep++)
-			assert_int_equal(heist_run(pool, wide_task, slots), 0);
-		heist_pool_destroy(pool);
-	}
-	assert_int_equal(atomic_load(&errors), 0);
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* Outside a worker                                                                   */
-
+/* A task that counts its runs, notes its worker and returns ret. */
 struct counted {
 	int ret;
 	atomic_uint runs;
@@ -338,6 +285,46 @@ counted_task(void *arg)
 	atomic_store(&c->index, heist_worker_index());
 	return c->ret;
 }
+
+/* 64 spawns, then 64 syncs in reverse order, each giving its own child's value. */
+static int
+wide_task(void *arg)
+{
+	struct counted *slots = arg;
+	heist_task t[WIDE];
+
+	for (int i = 0; i < WIDE; i++) {
+		slots[i].ret = i * 3 + 1;
+		atomic_store(&slots[i].runs, 0);
+		heist_spawn(&t[i], counted_task, &slots[i]);
+	}
+	for (int i = WIDE; i-- > 0;)
+		if (heist_sync(&t[i]) != i * 3 + 1)
+			atomic_fetch_add(&errors, 1);
+	for (int i = 0; i < WIDE; i++)
+		if (atomic_load(&slots[i].runs) != 1)
+			atomic_fetch_add(&errors, 1);
+	return 0;
+}
+
+static void
+sixty_four_spawns_then_syncs_in_one_frame(void **state)
+{
+	struct counted slots[WIDE];
+
+	(void)state;
+	atomic_store(&errors, 0);
+	for (unsigned threads = 1; threads <= 4; threads *= 2) {
+		heist_pool *pool = make_pool(threads);
+		for (int rep = 0; rep < 200; rep++)
+			assert_int_equal(heist_run(pool, wide_task, slots), 0);
+		heist_pool_destroy(pool);
+	}
+	assert_int_equal(atomic_load(&errors), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Outside a worker                                                                   */
 
 static void
 check_join_semantics(void)
@@ -371,7 +358,7 @@ spawn_sync_join_run_inline_outside_a_worker(void **state)
 {
 	struct fib f = { .n = 20 };
 	struct counted c = { .ret = 11, .index = 99 };
-	struct slot slots[WIDE];
+	struct counted slots[WIDE];
 	heist_task t;
 
 	(void)state;

@@ -82,15 +82,12 @@ static int
 rendezvous_task(void *arg)
 {
 	struct burst *b = arg;
+	bool ok;
 
 	atomic_fetch_add(&b->arrived, 1);
-	for (long i = 0; !atomic_load(&b->release); i++) {
-		if (i == POLL_MAX) {
-			atomic_fetch_add(&b->stuck, 1);
-			break;
-		}
-		nap(NAP_NS);
-	}
+	POLL(ok, atomic_load(&b->release));
+	if (!ok)
+		atomic_fetch_add(&b->stuck, 1);
 	atomic_fetch_add(&b->finished, 1);
 	return 0;
 }
