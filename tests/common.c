@@ -6,6 +6,7 @@
 #include "common.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 char test_sentinel_byte;
@@ -156,6 +157,14 @@ id_task(void *arg)
 
 	atomic_fetch_add(&ids[id], 1);
 	return (int)(id % 1000) + 1;
+}
+
+bool
+test_slow(void)
+{
+	const char *s = getenv("TEST_SLOW");
+
+	return s && strcmp(s, "0") != 0 && *s;
 }
 
 int

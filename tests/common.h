@@ -10,7 +10,9 @@
  * that only a broken library reaches; a sleep is only ever a chance for a bug to show.
  * Tasks and helper threads never call cmocka (its asserts longjmp, and tasks run on
  * workers): they record what they saw in atomics, and the test thread checks. Every
- * task counts its runs. A concurrent test has a fixed iteration count.
+ * task counts its runs. A concurrent test has a fixed iteration count; one that takes
+ * more than a fraction of a second has a short variant in suite 'unit' and its long
+ * one in suite 'slow' (test_slow()).
  */
 #ifndef HEIST_TESTS_COMMON_H
 #define HEIST_TESTS_COMMON_H
@@ -127,9 +129,15 @@ int id_task(void *arg);
 /* ---------------------------------------------------------------------------------- */
 /* main()                                                                             */
 
+/* True when TEST_SLOW=1 is set (suite 'slow'): tests with a long variant run it. */
+bool test_slow(void);
+
 /* main()'s last line. TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the
- * matching tests. */
+ * matching tests. With TEST_SLOW=1, RUN_TESTS_OR_SLOW runs the second list: the tests
+ * that have a long variant, and only those. */
 #define RUN_TESTS(tests) run_tests_(#tests, tests, sizeof(tests) / sizeof((tests)[0]))
+#define RUN_TESTS_OR_SLOW(tests, slow_tests) \
+	(test_slow() ? RUN_TESTS(slow_tests) : RUN_TESTS(tests))
 
 int run_tests_(const char *name, const struct CMUnitTest *tests, size_t n);
 

@@ -1,16 +1,19 @@
 /* test-deque.c - the deque alone: LIFO pop, FIFO steal, publishing the private
  * region, growth across several doublings, and an owner pushing and popping while
- * three thieves steal, every item taken exactly once. Helpers: common.h. */
+ * three thieves steal, every item taken exactly once (suite 'slow' runs that with ten
+ * times the items). Deques inside pools are tested through test-fork.c and friends.
+ * Helpers: common.h. */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "common.h"
 #include "deque.h"
 
+/* Items of the stress test: sanitizer builds take a tenth. */
 #ifdef TEST_SANITIZED
-enum { STRESS_ITEMS = 1000000 };
+enum { STRESS_ITEMS_SLOW = 1000000, STRESS_ITEMS_UNIT = 100000 };
 #else
-enum { STRESS_ITEMS = 10000000 };
+enum { STRESS_ITEMS_SLOW = 10000000, STRESS_ITEMS_UNIT = 1000000 };
 #endif
 enum { THIEVES = 3 };
 
@@ -155,7 +158,7 @@ thief(void *arg)
 static void
 owner_and_three_thieves_take_each_item_once(void **state)
 {
-	const uintptr_t items = STRESS_ITEMS;
+	const uintptr_t items = test_slow() ? STRESS_ITEMS_SLOW : STRESS_ITEMS_UNIT;
 	struct stress s = {.dq = *state, .items = items};
 	s.taken = calloc(items, 1);
 	assert_non_null(s.taken);
@@ -213,5 +216,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(owner_and_three_thieves_take_each_item_once,
 						setup, teardown),
 	};
-	return RUN_TESTS(tests);
+	const struct CMUnitTest slow_tests[] = {
+		cmocka_unit_test_setup_teardown(owner_and_three_thieves_take_each_item_once,
+						setup, teardown),
+	};
+	return RUN_TESTS_OR_SLOW(tests, slow_tests);
 }

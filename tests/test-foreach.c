@@ -24,14 +24,23 @@
 
 #include "common.h"
 
-/* ThreadSanitizer runs these loops about 10x slower: the grids of large ranges shrink
- * there (and stay large enough for many splits and steals); million_index_range_...
- * keeps one range of a million and more in every build. */
+/* The large ranges: suite 'slow' runs them full size, suite 'unit' a tenth as long,
+ * which still makes for many splits and steals. ThreadSanitizer runs these loops
+ * about 10x slower: a tenth again there. million_index_range_... keeps one range of a
+ * million and more in every build and suite. */
+struct big {
+	size_t odd, even;	/* an odd length, a power of two */
+	int err_rounds;		/* rounds of no_body_runs_after_the_loop_returns */
+};
+
 #ifdef TEST_TSAN
-enum { BIG_ODD = 100003, BIG_EVEN = 131072, ERR_ROUNDS = 20 };
+static const struct big BIG_SLOW = { 100003, 131072, 20 };
+static const struct big BIG_UNIT = { 20011, 16384, 10 };
 #else
-enum { BIG_ODD = 1000003, BIG_EVEN = 1048576, ERR_ROUNDS = 100 };
+static const struct big BIG_SLOW = { 1000003, 1048576, 100 };
+static const struct big BIG_UNIT = { 100003, 131072, 20 };
 #endif
+static struct big big;		/* one of the two, chosen in main() */
 enum { MILLION_ODD = 1000003 };
 
 static const unsigned POOL_SIZES[] = {1, 2};
@@ -274,7 +283,7 @@ static void
 odd_large_range_visits_each_index_once_from_outside(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_ODD};
+	const size_t sizes[] = {big.odd};
 	const size_t begins[] = {0, 77777};
 	const enum mode modes[] = {FROM_OUTSIDE};
 	visit_grid(sizes, 1, begins, 2, modes, 1);
@@ -284,7 +293,7 @@ static void
 odd_large_range_visits_each_index_once_inside_tasks(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_ODD};
+	const size_t sizes[] = {big.odd};
 	const size_t begins[] = {3};
 	const enum mode modes[] = {FROM_RUN, FROM_TASK};
 	visit_grid(sizes, 1, begins, 1, modes, 2);
@@ -294,7 +303,7 @@ static void
 odd_large_range_visits_each_index_once_as_bulk(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_ODD};
+	const size_t sizes[] = {big.odd};
 	const size_t begins[] = {5};
 	const enum mode modes[] = {AS_BULK};
 	visit_grid(sizes, 1, begins, 1, modes, 1);
@@ -326,7 +335,7 @@ static void
 power_of_two_range_visits_each_index_once(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_EVEN};
+	const size_t sizes[] = {big.even};
 	const size_t begins[] = {0, 1};
 	const enum mode modes[] = {FROM_OUTSIDE, FROM_RUN};
 	visit_grid(sizes, 1, begins, 2, modes, 2);
@@ -530,7 +539,7 @@ no_body_runs_after_the_loop_returns(void **state)
 	(void)state;
 	for (size_t p = 0; p < NPOOLS; p++) {
 		heist_pool *pool = make_pool(POOL_SIZES[p]);
-		for (int round = 0; round < ERR_ROUNDS; round++) {
+		for (int round = 0; round < big.err_rounds; round++) {
 			enum mode mode = ALL_MODES[round % NMODES];
 			size_t n = 2000 + (size_t)round * 37;
 			/* a failure somewhere, or none every fifth round */
@@ -1105,5 +1114,14 @@ main(void)
 		cmocka_unit_test(for_each_from_a_task_of_another_pool_runs_on_that_pool),
 		cmocka_unit_test(nested_failure_is_returned_by_the_outer_loop),
 	};
-	return RUN_TESTS(tests);
+	/* The large-range tests again, full size. */
+	const struct CMUnitTest slow_tests[] = {
+		cmocka_unit_test(odd_large_range_visits_each_index_once_from_outside),
+		cmocka_unit_test(odd_large_range_visits_each_index_once_inside_tasks),
+		cmocka_unit_test(odd_large_range_visits_each_index_once_as_bulk),
+		cmocka_unit_test(power_of_two_range_visits_each_index_once),
+		cmocka_unit_test(no_body_runs_after_the_loop_returns),
+	};
+	big = test_slow() ? BIG_SLOW : BIG_UNIT;
+	return RUN_TESTS_OR_SLOW(tests, slow_tests);
 }

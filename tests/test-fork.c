@@ -2,10 +2,10 @@
  * (W1 fib, W2 nqueens, W3 uts of WORKLOADS.md), many spawns in one frame, spawn/sync/
  * join outside a worker (inline), heist_run from several threads at once, deep
  * recursion, no heap allocation on the spawn/sync path (counted by faults.c), and
- * futures mixed with spawns inside tasks. Submits are tested in test-submit.c, futures
- * in test-future.c, the pool's lifetime in test-pool.c. Rules and helpers (fib_spawn,
- * fib_serial among them): common.h. Tasks count what went wrong in `errors`, which the
- * test thread checks.
+ * futures mixed with spawns inside tasks; suite 'slow' runs the fib tests larger.
+ * Submits are tested in test-submit.c, futures in test-future.c, the pool's lifetime
+ * in test-pool.c. Rules and helpers (fib_spawn, fib_serial among them): common.h.
+ * Tasks count what went wrong in `errors`, which the test thread checks.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
@@ -20,13 +20,20 @@
 #include "common.h"
 #include "faults.h"
 
-/* Sanitizer builds run 5-20x slower: smaller fib there (the file then takes about
- * 5 s under ThreadSanitizer on two cores), the specified sizes in the normal build. */
+/* fib sizes: fib(FIB_MIN .. max) on 1, 2 and 4 workers, fib(deep) on one. Suite 'slow'
+ * runs the specified sizes, suite 'unit' a quarter of the work (n two less). Sanitizer
+ * builds run 5-20x slower: smaller fib there. */
+struct fib_sizes {
+	int max, deep;
+};
+
+enum { FIB_MIN = 25 };
 #ifdef TEST_SANITIZED
-enum { FIB_MIN = 25, FIB_MAX = 28, FIB_DEEP = 30 };
+static const struct fib_sizes FIB_SLOW = { 28, 30 }, FIB_UNIT = { 27, 28 };
 #else
-enum { FIB_MIN = 25, FIB_MAX = 32, FIB_DEEP = 34 };
+static const struct fib_sizes FIB_SLOW = { 32, 34 }, FIB_UNIT = { 30, 32 };
 #endif
+static struct fib_sizes fib_sizes;	/* one of the two, chosen in main() */
 enum { NQ_MAX = 12, UTS_ROOT_CHILDREN = 2000 };
 enum { CHAIN_DEPTH = 10000 };
 
@@ -61,7 +68,7 @@ check_fib_on_pools(heist_fn fn)
 	assert_int_equal(fib_serial(30), 832040);
 	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
 		heist_pool *pool = make_pool(sizes[s]);
-		for (int n = FIB_MIN; n <= FIB_MAX; n++) {
+		for (int n = FIB_MIN; n <= fib_sizes.max; n++) {
 			struct fib f = { .n = n, .r = -1 };
 			assert_int_equal(heist_run(pool, fn, &f), 0);
 			if (f.r != fib_serial(n))
@@ -493,11 +500,11 @@ static void
 deep_fib_on_one_worker(void **state)
 {
 	heist_pool *pool = make_pool(1);
-	struct fib f = { .n = FIB_DEEP };
+	struct fib f = { .n = fib_sizes.deep };
 
 	(void)state;
 	assert_int_equal(heist_run(pool, fib_spawn, &f), 0);
-	assert_int_equal(f.r, fib_serial(FIB_DEEP));
+	assert_int_equal(f.r, fib_serial(fib_sizes.deep));
 	heist_pool_destroy(pool);
 }
 
@@ -690,5 +697,12 @@ main(void)
 		cmocka_unit_test(tasks_mix_futures_and_spawns_sync_before_wait),
 		cmocka_unit_test(tasks_mix_futures_and_spawns_wait_with_spawn_outstanding),
 	};
-	return RUN_TESTS(tests);
+	/* The fib tests again, at the specified sizes. */
+	const struct CMUnitTest slow_tests[] = {
+		cmocka_unit_test(fib_with_spawn_and_sync_is_right_on_1_2_4_workers),
+		cmocka_unit_test(fib_with_join_is_right_on_1_2_4_workers),
+		cmocka_unit_test(deep_fib_on_one_worker),
+	};
+	fib_sizes = test_slow() ? FIB_SLOW : FIB_UNIT;
+	return RUN_TESTS_OR_SLOW(tests, slow_tests);
 }
