@@ -122,51 +122,47 @@ should_fail(enum fault_kind kind)
 	return true;
 }
 
+/* An armed allocation switch fails the call as a real allocator would. */
+static bool
+alloc_fails(void)
+{
+	if (!should_fail(FAULT_ALLOC))
+		return false;
+	errno = ENOMEM;
+	return true;
+}
+
 void *
 __wrap_malloc(size_t size)
 {
-	if (should_fail(FAULT_ALLOC)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return __real_malloc(size);
+	return alloc_fails() ? NULL : __real_malloc(size);
 }
 
 void *
 __wrap_calloc(size_t n, size_t size)
 {
-	if (should_fail(FAULT_ALLOC)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return __real_calloc(n, size);
+	return alloc_fails() ? NULL : __real_calloc(n, size);
 }
 
 void *
 __wrap_realloc(void *p, size_t size)
 {
-	if (should_fail(FAULT_ALLOC)) {
-		errno = ENOMEM;
-		return NULL;	/* p stays valid, as with a real failure */
-	}
-	return __real_realloc(p, size);
+	/* A failure leaves p valid, as a real one does. */
+	return alloc_fails() ? NULL : __real_realloc(p, size);
 }
 
 void *
 __wrap_aligned_alloc(size_t align, size_t size)
 {
-	if (should_fail(FAULT_ALLOC)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return __real_aligned_alloc(align, size);
+	return alloc_fails() ? NULL : __real_aligned_alloc(align, size);
 }
 
 int
 __wrap_posix_memalign(void **p, size_t align, size_t size)
 {
+	/* ENOMEM is returned, not set in errno; *p stays untouched, as POSIX says. */
 	if (should_fail(FAULT_ALLOC))
-		return ENOMEM;	/* *p untouched, as POSIX says */
+		return ENOMEM;
 	return __real_posix_memalign(p, align, size);
 }
 

@@ -49,23 +49,4 @@ uint64_t fault_failed(enum fault_kind kind);
 uint64_t fault_calls(enum fault_kind kind);
 uint64_t fault_calls_this_thread(enum fault_kind kind);
 
-/* Sanitizer builds run 5-20x slower: tests shrink their sizes there. */
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
-#if defined(TEST_TSAN) || defined(TEST_ASAN)
-#define TEST_SANITIZED 1
-#endif
-
 #endif /* HEIST_TESTS_FAULTS_H */

@@ -1,20 +1,18 @@
-/* test-cancel.c - cancellation tokens and heist_submit_copy, from the public API: token
- * basics and NULL safety; tasks cancelled while queued never run and their futures give
- * ECANCELED; one token cancels its batch and nothing else; a task cancelled while it
- * runs sees heist_cancelled() and its own result is delivered; heist_cancelled() is
- * false everywhere else; heist_future_cancel of one future spares the rest; tokens may
- * be released while their tasks are queued; bad input is rejected; heist_submit_copy
- * copies at the call, inline or on the heap, and a cancelled copy is freed. Futures
- * without tokens are tested in test-pool.c, loops in test-foreach.c.
+/* test-cancel.c - cancellation, from the public API: heist_future_cancel of a queued,
+ * a running and a done task; cancellation tokens: basics and NULL safety; tasks
+ * cancelled while queued never run and their futures give ECANCELED; one token cancels
+ * its batch and nothing else; a task cancelled while it runs sees heist_cancelled() and
+ * its own result is delivered; heist_cancelled() is false everywhere else; heist_future_
+ * cancel of one future spares the rest; tokens may be released while their tasks are
+ * queued; bad input is rejected; heist_submit_copy copies at the call, inline or on the
+ * heap, and a cancelled copy is freed. Futures without cancellation are tested in
+ * test-future.c, loops in test-foreach.c. Rules and helpers: common.h.
  *
- * Most tests hold a one-worker pool's only worker inside a gate task, so that what
- * they submit stays queued until they open the gate: "queued" is then a fact, not a
- * race. A test waits for a condition by polling it with a bound (POLL_MAX naps, at
- * least 30 s) that only a broken library reaches; sleeps only give a bug a chance.
- * Tasks never call cmocka (its asserts longjmp): they record what they saw in
- * atomics, and the test thread checks. Every task counts its runs. Leaks and
- * use-after-free of tokens and argument copies are for AddressSanitizer to find; the
- * tests that count on its leak check submit from a helper thread (see batch_submit).
+ * Most tests occupy a one-worker pool's only worker with an occupant task, so that
+ * what they submit stays queued until they let it go: "queued" is then a fact, not a
+ * race. Leaks and use-after-free of tokens and argument copies are for
+ * AddressSanitizer to find; the tests that count on its leak check submit from a
+ * helper thread (see batch_submit).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
@@ -25,101 +23,54 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
-#include "heist/heist.h"
+#include "common.h"
 
 /* Sizes: the whole file takes well under a second in every build, ThreadSanitizer's
  * included, on two cores. */
 enum { BATCH = 64, RACE_TASKS = 20000 };
 
-/* Polling: look, nap NAP_NS, look again, at most POLL_MAX times (30 s of naps at
- * least). Reaching the bound means the library is broken, never that it was slow. */
-enum { NAP_NS = 100 * 1000, POLL_MAX = 300 * 1000 };
-
-static void
-nap(long ns)
-{
-	struct timespec ts = { 0, ns };
-	nanosleep(&ts, NULL);
-}
-
-/* Sets ok to whether cond became true within the bound. */
-#define POLL(ok, cond)                                                        \
-	do {                                                                  \
-		(ok) = false;                                                 \
-		for (long poll_i_ = 0; poll_i_ < POLL_MAX; poll_i_++) {       \
-			if (cond) {                                           \
-				(ok) = true;                                  \
-				break;                                        \
-			}                                                     \
-			nap(NAP_NS);                                          \
-		}                                                             \
-	} while (0)
-
-/* A non-NULL pointer no library call may leave in an out-parameter on failure. */
-static char sentinel_byte;
-#define SENTINEL ((void *)&sentinel_byte)
-
-static heist_pool *
-make_pool(unsigned threads)
-{
-	struct heist_config cfg = { .threads = threads };
-	heist_pool *pool = NULL;
-
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	assert_int_equal(heist_pool_size(pool), threads);
-	return pool;
-}
-
 /* ---------------------------------------------------------------------------------- */
-/* The gate: a task that holds its worker until the test opens it.                    */
+/* The occupant: a task that holds a one-worker pool's worker until the test lets go. */
 
-struct gate {
+struct occupant {
 	atomic_bool entered;
 	atomic_bool open;
 	heist_future *f;
 };
 
-/* Returns 0 once opened; 99 if never opened (the test failed before it opened it). */
+/* Returns 0 once vacated; 99 if never vacated (the test failed before it let go). */
 static int
-gate_task(void *p)
+occupant_task(void *p)
 {
-	struct gate *g = p;
+	struct occupant *occ = p;
 	bool ok;
 
-	atomic_store(&g->entered, true);
-	POLL(ok, atomic_load(&g->open));
+	atomic_store(&occ->entered, true);
+	POLL(ok, atomic_load(&occ->open));
 	return ok ? 0 : 99;
 }
 
 /* Occupy the only worker of a one-worker pool: from now on, submits stay queued. */
 static void
-gate_close(heist_pool *pool, struct gate *g)
+occupy(heist_pool *pool, struct occupant *occ)
 {
 	bool ok;
 
-	atomic_init(&g->entered, false);
-	atomic_init(&g->open, false);
-	assert_int_equal(heist_submit(pool, gate_task, g, &g->f), 0);
-	POLL(ok, atomic_load(&g->entered));
+	atomic_init(&occ->entered, false);
+	atomic_init(&occ->open, false);
+	assert_int_equal(heist_submit(pool, occupant_task, occ, &occ->f), 0);
+	POLL(ok, atomic_load(&occ->entered));
 	assert_true(ok);
 }
 
 static void
-gate_open(struct gate *g)
+vacate(struct occupant *occ)
 {
-	atomic_store(&g->open, true);
-	assert_int_equal(heist_future_wait(g->f), 0);
-	heist_future_release(g->f);
-	g->f = NULL;
+	atomic_store(&occ->open, true);
+	assert_int_equal(heist_future_wait(occ->f), 0);
+	heist_future_release(occ->f);
+	occ->f = NULL;
 }
 
 /* A task that counts its runs and returns 3 (neither 0 nor ECANCELED). */
@@ -166,6 +117,134 @@ expect_ran(heist_future *f, struct item *it)
 	assert_true(heist_future_done(f));
 	assert_int_equal(atomic_load(&it->runs), 1);
 	assert_int_equal(atomic_load(&it->saw_cancelled), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* heist_future_cancel without a token                                                */
+
+static void
+cancel_of_a_queued_task_means_it_never_runs(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	static struct hold h;
+	static atomic_uint runs, detached_runs, after_runs;
+	heist_future *f = NULL, *d = NULL, *a = NULL;
+
+	(void)state;
+	h = (struct hold){ 0 };
+	atomic_store(&runs, 0);
+	atomic_store(&detached_runs, 0);
+	atomic_store(&after_runs, 0);
+	hold_worker(pool, &h, NULL);
+	assert_int_equal(heist_submit(pool, count_task, &runs, &f), 0);
+	assert_int_equal(heist_submit(pool, count_task, &detached_runs, &d), 0);
+	assert_int_equal(heist_submit(pool, count_task, &after_runs, &a), 0);
+	heist_future_cancel(f);
+	heist_future_cancel(d);
+	heist_future_release(d);	/* cancelled and detached: still never runs */
+	atomic_store(&h.open, 1);
+	assert_int_equal(heist_future_wait(f), ECANCELED);
+	assert_int_equal(heist_future_wait(f), ECANCELED);
+	assert_true(heist_future_done(f));
+	assert_int_equal(heist_future_wait(a), 0);	/* its neighbour was not touched */
+	heist_future_release(a);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&runs), 0);
+	assert_int_equal(atomic_load(&detached_runs), 0);
+	assert_int_equal(atomic_load(&after_runs), 1);
+	assert_int_equal(heist_future_wait(f), ECANCELED);
+	heist_future_release(f);
+}
+
+struct watcher {
+	atomic_int started;
+	atomic_int cancelled_at_start;
+	atomic_int gave_up;
+};
+
+/* Runs until heist_cancelled() turns true, then returns 7. */
+static int
+watch_task(void *arg)
+{
+	struct watcher *w = arg;
+	bool ok;
+
+	atomic_store(&w->cancelled_at_start, heist_cancelled());
+	atomic_store(&w->started, 1);
+	POLL(ok, heist_cancelled());
+	if (!ok) {
+		atomic_store(&w->gave_up, 1);
+		return 99;
+	}
+	return 7;
+}
+
+static void
+cancel_of_a_running_task_is_seen_inside_it(void **state)
+{
+	heist_pool *pool = make_pool(2);
+	static struct watcher w;
+	heist_future *f = NULL;
+	bool ok;
+
+	(void)state;
+	w = (struct watcher){ 0 };
+	assert_int_equal(heist_submit(pool, watch_task, &w, &f), 0);
+	POLL(ok, atomic_load(&w.started));
+	assert_true(ok);
+	assert_false(heist_future_done(f));
+	heist_future_cancel(f);
+	/* The task's own value is delivered, not ECANCELED. */
+	assert_int_equal(heist_future_wait(f), 7);
+	assert_int_equal(atomic_load(&w.cancelled_at_start), 0);
+	assert_int_equal(atomic_load(&w.gave_up), 0);
+	heist_future_release(f);
+	heist_pool_destroy(pool);
+}
+
+static void
+cancel_of_a_done_task_changes_nothing(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	static atomic_uint runs;
+	heist_future *f = NULL;
+
+	(void)state;
+	atomic_store(&runs, 0);
+	assert_int_equal(heist_submit(pool, ret_int, (void *)5, &f), 0);
+	assert_int_equal(heist_future_wait(f), 5);
+	heist_future_cancel(f);
+	assert_true(heist_future_done(f));
+	assert_int_equal(heist_future_wait(f), 5);
+	heist_future_release(f);
+	/* heist_cancelled() is false in an ordinary task. */
+	assert_int_equal(heist_submit(pool, count_task, &runs, &f), 0);
+	assert_int_equal(heist_future_wait(f), 0);
+	heist_future_release(f);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&runs), 1);
+}
+
+/* 1 where heist_cancelled() is true, else 2 (neither is 0 nor ECANCELED). */
+static int
+cancelled_as_1_or_2(void *arg)
+{
+	(void)arg;
+	return heist_cancelled() ? 1 : 2;
+}
+
+static void
+cancelled_is_false_in_uncancelled_tasks(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	heist_future *f = NULL;
+
+	(void)state;
+	assert_int_equal(heist_submit(pool, cancelled_as_1_or_2, NULL, &f), 0);
+	assert_int_equal(heist_future_wait(f), 2);
+	heist_future_release(f);
+	assert_int_equal(heist_run(pool, cancelled_as_1_or_2, NULL), 2);
+	heist_pool_destroy(pool);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -224,20 +303,20 @@ token_cancelled_while_queued_never_runs(void **state)
 {
 	(void)state;
 	heist_pool *pool = make_pool(1);
-	struct gate g;
+	struct occupant occ;
 	struct item items[BATCH];
 	heist_future *f[BATCH];
 	heist_cancel *c = NULL;
 
 	items_init(items, BATCH);
 	assert_int_equal(heist_cancel_create(&c), 0);
-	gate_close(pool, &g);
+	occupy(pool, &occ);
 	for (size_t i = 0; i < BATCH; i++) {
 		assert_int_equal(heist_submit_cancellable(pool, c, item_task, &items[i], &f[i]), 0);
 		assert_non_null(f[i]);
 	}
 	heist_cancel_request(c);
-	gate_open(&g);
+	vacate(&occ);
 	for (size_t i = 0; i < BATCH; i++) {
 		expect_cancelled(f[i], &items[i]);
 		heist_future_release(f[i]);
@@ -333,7 +412,7 @@ token_cancels_only_its_own_tasks(void **state)
 {
 	(void)state;
 	heist_pool *pool = make_pool(1);
-	struct gate g;
+	struct occupant occ;
 	struct item items[3 * BATCH];
 	heist_future *f[3 * BATCH];
 	heist_cancel *a = NULL, *b = NULL;
@@ -341,7 +420,7 @@ token_cancels_only_its_own_tasks(void **state)
 	items_init(items, 3 * BATCH);
 	assert_int_equal(heist_cancel_create(&a), 0);
 	assert_int_equal(heist_cancel_create(&b), 0);
-	gate_close(pool, &g);
+	occupy(pool, &occ);
 	for (size_t i = 0; i < 3 * BATCH; i++) {
 		int err = i % 3 == 0 ? heist_submit_cancellable(pool, a, item_task, &items[i], &f[i])
 			: i % 3 == 1 ? heist_submit_cancellable(pool, b, item_task, &items[i], &f[i])
@@ -349,7 +428,7 @@ token_cancels_only_its_own_tasks(void **state)
 		assert_int_equal(err, 0);
 	}
 	heist_cancel_request(a);
-	gate_open(&g);
+	vacate(&occ);
 	for (size_t i = 0; i < 3 * BATCH; i++) {
 		if (i % 3 == 0)
 			expect_cancelled(f[i], &items[i]);
@@ -363,13 +442,13 @@ token_cancels_only_its_own_tasks(void **state)
 	heist_pool_destroy(pool);
 }
 
-/* One future of a gated batch is cancelled; the others, same token or none, run. */
+/* One future of a queued batch is cancelled; the others, same token or none, run. */
 static void
 future_cancel_leaves_the_rest_of_the_batch(void **state)
 {
 	(void)state;
 	heist_pool *pool = make_pool(1);
-	struct gate g;
+	struct occupant occ;
 	struct item items[BATCH];
 	heist_future *f[BATCH];
 	heist_cancel *c = NULL;
@@ -377,7 +456,7 @@ future_cancel_leaves_the_rest_of_the_batch(void **state)
 
 	items_init(items, BATCH);
 	assert_int_equal(heist_cancel_create(&c), 0);
-	gate_close(pool, &g);
+	occupy(pool, &occ);
 	for (size_t i = 0; i < BATCH; i++) {
 		int err = i % 2 ? heist_submit_cancellable(pool, c, item_task, &items[i], &f[i])
 				: heist_submit(pool, item_task, &items[i], &f[i]);
@@ -391,7 +470,7 @@ future_cancel_leaves_the_rest_of_the_batch(void **state)
 	assert_int_equal(heist_future_wait(f[victim]), ECANCELED);
 	heist_future_cancel(f[victim]);	/* again: nothing changes */
 	assert_false(heist_cancel_requested(c));	/* the token is not the future's */
-	gate_open(&g);
+	vacate(&occ);
 	for (size_t i = 0; i < BATCH; i++) {
 		if (i == victim || i == victim2)
 			expect_cancelled(f[i], &items[i]);
@@ -699,13 +778,6 @@ probe_child(void *p)
 }
 
 static int
-probe_noop(void *p)
-{
-	(void)p;
-	return 0;
-}
-
-static int
 probe_y(void *p)
 {
 	struct steal_probe *sp = p;
@@ -715,7 +787,7 @@ probe_y(void *p)
 	heist_spawn(&t, probe_child, sp);
 	/* A submit from a worker publishes its deque, the child included (oldest, so
 	 * the first a thief takes). */
-	if (heist_submit(sp->pool, probe_noop, NULL, NULL))
+	if (heist_submit(sp->pool, ret_int, NULL, NULL))
 		return -1;
 	atomic_store(&sp->y_published, true);
 	/* Only X's worker can run the child now: this one is busy here. */
@@ -811,7 +883,7 @@ static void
 release_token_while_queued(bool request)
 {
 	heist_pool *pool = make_pool(1);
-	struct gate g;
+	struct occupant occ;
 	struct item items[BATCH];
 	heist_future *f[BATCH] = {NULL};
 	struct batch_submit bs = {
@@ -821,11 +893,11 @@ release_token_while_queued(bool request)
 
 	items_init(items, BATCH);
 	assert_int_equal(heist_cancel_create(&bs.c), 0);
-	gate_close(pool, &g);
+	occupy(pool, &occ);
 	assert_int_equal(pthread_create(&t, NULL, submit_batch_and_release_token, &bs), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(bs.errs, 0);
-	gate_open(&g);
+	vacate(&occ);
 	for (size_t i = 0; i < BATCH; i++)
 		if (i % 4) {
 			if (request)
@@ -933,7 +1005,7 @@ expect_reset(size_t size, unsigned seed)
 	atomic_store(&expect.null_arg, false);
 }
 
-/* The task runs only after the caller has overwritten and freed its bytes (the gate
+/* The task runs only after the caller has overwritten and freed its bytes (the occupant
  * holds the worker): it must see the bytes as they were at the submit. */
 static void
 submit_copy_takes_the_copy_at_submit(void **state)
@@ -944,7 +1016,7 @@ submit_copy_takes_the_copy_at_submit(void **state)
 
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		size_t size = sizes[s];
-		struct gate g;
+		struct occupant occ;
 		heist_future *f = NULL;
 		unsigned char *buf = malloc(size);
 
@@ -952,12 +1024,12 @@ submit_copy_takes_the_copy_at_submit(void **state)
 		expect_reset(size, (unsigned)s + 1);
 		for (size_t k = 0; k < size; k++)
 			buf[k] = pattern(expect.seed, k);
-		gate_close(pool, &g);
+		occupy(pool, &occ);
 		assert_int_equal(heist_submit_copy(pool, check_copy, buf, size, &f), 0);
 		assert_non_null(f);
 		memset(buf, 0xA5 ^ (int)s, size);
 		free(buf);	/* the library must not read it again (ASan) */
-		gate_open(&g);
+		vacate(&occ);
 		assert_int_equal(heist_future_wait(f), 0);
 		heist_future_release(f);
 		assert_int_equal(atomic_load(&expect.runs), 1);
@@ -1072,11 +1144,11 @@ submit_copy_rejects_bad_input(void **state)
  * point at a copy nobody freed) are gone by then and a leaked copy shows as a leak. */
 struct copy_cancel {
 	heist_pool *pool;
-	struct gate g;
+	struct occupant occ;
 	int submit_err[3];
 	bool done_at_once[3];
 	int results[3];
-	bool gate_seen, gate_result_ok;
+	bool occupant_seen, occupant_result_ok;
 };
 
 static const size_t CANCEL_SIZES[3] = {48, 4096, 100000};
@@ -1088,12 +1160,12 @@ submit_copies_and_cancel(void *p)
 	heist_future *f[3] = {NULL, NULL, NULL};
 	bool ok;
 
-	atomic_init(&cc->g.entered, false);
-	atomic_init(&cc->g.open, false);
-	if (heist_submit(cc->pool, gate_task, &cc->g, &cc->g.f))
+	atomic_init(&cc->occ.entered, false);
+	atomic_init(&cc->occ.open, false);
+	if (heist_submit(cc->pool, occupant_task, &cc->occ, &cc->occ.f))
 		return NULL;
-	POLL(ok, atomic_load(&cc->g.entered));
-	cc->gate_seen = ok;
+	POLL(ok, atomic_load(&cc->occ.entered));
+	cc->occupant_seen = ok;
 	for (size_t s = 0; s < 3; s++) {
 		unsigned char *buf = calloc(1, CANCEL_SIZES[s]);
 		if (!buf)
@@ -1108,9 +1180,9 @@ submit_copies_and_cancel(void *p)
 	heist_future_release(f[1]);
 	f[1] = NULL;
 	cc->results[1] = ECANCELED;
-	atomic_store(&cc->g.open, true);
-	cc->gate_result_ok = heist_future_wait(cc->g.f) == 0;
-	heist_future_release(cc->g.f);
+	atomic_store(&cc->occ.open, true);
+	cc->occupant_result_ok = heist_future_wait(cc->occ.f) == 0;
+	heist_future_release(cc->occ.f);
 	for (size_t s = 0; s < 3; s += 2) {
 		cc->results[s] = heist_future_wait(f[s]);
 		heist_future_release(f[s]);
@@ -1130,8 +1202,8 @@ cancelled_queued_submit_copy_frees_its_copy(void **state)
 	assert_int_equal(pthread_create(&t, NULL, submit_copies_and_cancel, &cc), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	heist_pool_destroy(cc.pool);
-	assert_true(cc.gate_seen);
-	assert_true(cc.gate_result_ok);
+	assert_true(cc.occupant_seen);
+	assert_true(cc.occupant_result_ok);
 	for (size_t s = 0; s < 3; s++) {
 		assert_int_equal(cc.submit_err[s], 0);
 		assert_true(cc.done_at_once[s]);
@@ -1144,6 +1216,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(cancel_of_a_queued_task_means_it_never_runs),
+		cmocka_unit_test(cancel_of_a_running_task_is_seen_inside_it),
+		cmocka_unit_test(cancel_of_a_done_task_changes_nothing),
+		cmocka_unit_test(cancelled_is_false_in_uncancelled_tasks),
 		cmocka_unit_test(token_create_rejects_null_out),
 		cmocka_unit_test(token_request_is_seen_and_idempotent),
 		cmocka_unit_test(token_functions_accept_null),
@@ -1167,8 +1243,5 @@ main(void)
 		cmocka_unit_test(submit_copy_rejects_bad_input),
 		cmocka_unit_test(cancelled_queued_submit_copy_frees_its_copy),
 	};
-	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

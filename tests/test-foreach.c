@@ -6,12 +6,11 @@
  * long; bodies run on the pool's workers; a nonzero body result stops the loop, is
  * returned, and no body runs after the call returns; bad input is rejected; loops nest
  * three deep without deadlock. Cancellation tokens are tested in test-cancel.c.
+ * Rules and helpers: common.h.
  *
- * Bodies and tasks never call cmocka (its asserts longjmp, and they run on workers):
- * they count what went wrong in atomics, which the test thread checks. Nothing here
- * waits on a clock: a test polls a condition, and a short spin only widens windows.
- * (Not sched_yield: on a machine loaded with busy processes each one can give the CPU
- * away for a whole time slice.)
+ * Nothing here waits on a clock: a test polls a condition, and a short spin only
+ * widens windows. (Not sched_yield: on a machine loaded with busy processes each one
+ * can give the CPU away for a whole time slice.)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
@@ -22,41 +21,30 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
+#include "common.h"
 
-#include "heist/heist.h"
-#include "faults.h"	/* TEST_TSAN; nothing here needs faults.c linked */
+/* The large ranges: suite 'slow' runs them full size, suite 'unit' a tenth as long,
+ * which still makes for many splits and steals. ThreadSanitizer runs these loops
+ * about 10x slower: a tenth again there. million_index_range_... keeps one range of a
+ * million and more in every build and suite. */
+struct big {
+	size_t odd, even;	/* an odd length, a power of two */
+	int err_rounds;		/* rounds of no_body_runs_after_the_loop_returns */
+};
 
-/* ThreadSanitizer runs these loops about 10x slower: the grids of large ranges shrink
- * there (and stay large enough for many splits and steals); million_index_range_...
- * keeps one range of a million and more in every build. */
 #ifdef TEST_TSAN
-enum { BIG_ODD = 100003, BIG_EVEN = 131072, ERR_ROUNDS = 20 };
+static const struct big BIG_SLOW = { 100003, 131072, 20 };
+static const struct big BIG_UNIT = { 20011, 16384, 10 };
 #else
-enum { BIG_ODD = 1000003, BIG_EVEN = 1048576, ERR_ROUNDS = 100 };
+static const struct big BIG_SLOW = { 1000003, 1048576, 100 };
+static const struct big BIG_UNIT = { 100003, 131072, 20 };
 #endif
+static struct big big;		/* one of the two, chosen in main() */
 enum { MILLION_ODD = 1000003 };
 
 static const unsigned POOL_SIZES[] = {1, 2};
 #define NPOOLS (sizeof(POOL_SIZES) / sizeof(POOL_SIZES[0]))
-
-static heist_pool *
-make_pool(unsigned threads)
-{
-	struct heist_config cfg = { .threads = threads };
-	heist_pool *pool = NULL;
-
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	assert_int_equal(heist_pool_size(pool), threads);
-	return pool;
-}
 
 /* ---------------------------------------------------------------------------------- */
 /* How a loop is started: the four ways a caller can run one.                         */
@@ -295,7 +283,7 @@ static void
 odd_large_range_visits_each_index_once_from_outside(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_ODD};
+	const size_t sizes[] = {big.odd};
 	const size_t begins[] = {0, 77777};
 	const enum mode modes[] = {FROM_OUTSIDE};
 	visit_grid(sizes, 1, begins, 2, modes, 1);
@@ -305,7 +293,7 @@ static void
 odd_large_range_visits_each_index_once_inside_tasks(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_ODD};
+	const size_t sizes[] = {big.odd};
 	const size_t begins[] = {3};
 	const enum mode modes[] = {FROM_RUN, FROM_TASK};
 	visit_grid(sizes, 1, begins, 1, modes, 2);
@@ -315,7 +303,7 @@ static void
 odd_large_range_visits_each_index_once_as_bulk(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_ODD};
+	const size_t sizes[] = {big.odd};
 	const size_t begins[] = {5};
 	const enum mode modes[] = {AS_BULK};
 	visit_grid(sizes, 1, begins, 1, modes, 1);
@@ -347,7 +335,7 @@ static void
 power_of_two_range_visits_each_index_once(void **state)
 {
 	(void)state;
-	const size_t sizes[] = {BIG_EVEN};
+	const size_t sizes[] = {big.even};
 	const size_t begins[] = {0, 1};
 	const enum mode modes[] = {FROM_OUTSIDE, FROM_RUN};
 	visit_grid(sizes, 1, begins, 2, modes, 2);
@@ -551,7 +539,7 @@ no_body_runs_after_the_loop_returns(void **state)
 	(void)state;
 	for (size_t p = 0; p < NPOOLS; p++) {
 		heist_pool *pool = make_pool(POOL_SIZES[p]);
-		for (int round = 0; round < ERR_ROUNDS; round++) {
+		for (int round = 0; round < big.err_rounds; round++) {
 			enum mode mode = ALL_MODES[round % NMODES];
 			size_t n = 2000 + (size_t)round * 37;
 			/* a failure somewhere, or none every fifth round */
@@ -635,14 +623,8 @@ first_failure_wins_among_many(void **state)
  * let the later failure win gives 13. If the two chunks never run at the same time
  * (the scheduler need not split a two-index range), there is nothing to check: skip.
  * The meeting's bound only decides between checking and skipping, never pass or fail. */
-enum { MEET_NAPS = 20 * 1000 };	/* 100 us naps: 2 s; an idle worker steals in far less */
-
-static void
-nap_100us(void)
-{
-	struct timespec ts = { 0, 100 * 1000 };
-	nanosleep(&ts, NULL);
-}
+/* 100 us naps: 2 s; an idle worker steals in far less. */
+enum { MEET_NAP_NS = 100 * 1000, MEET_NAPS = 20 * 1000 };
 
 struct ordered {
 	heist_pool *pool;
@@ -662,13 +644,6 @@ z_task(void *p)
 }
 
 static int
-noop_task(void *p)
-{
-	(void)p;
-	return 0;
-}
-
-static int
 ordered_body(void *arg, size_t b, size_t e)
 {
 	struct ordered *o = arg;
@@ -680,12 +655,12 @@ ordered_body(void *arg, size_t b, size_t e)
 	if (me == 0) {
 		/* A submit from a worker makes its deque public, the other half
 		 * included, so an idle worker can take it at once. */
-		if (heist_submit(o->pool, noop_task, NULL, NULL))
+		if (heist_submit(o->pool, ret_int, NULL, NULL))
 			return -1;
 	}
 	atomic_store(&o->entered[me], true);
 	for (i = 0; i < MEET_NAPS && !atomic_load(&o->entered[other]); i++)
-		nap_100us();
+		nap(MEET_NAP_NS);
 	if (i == MEET_NAPS) {
 		atomic_store(&o->alone, true);
 		return 0;
@@ -696,7 +671,7 @@ ordered_body(void *arg, size_t b, size_t e)
 		return 11;
 	}
 	for (i = 0; i < MEET_NAPS && !atomic_load(&o->z_ran); i++)
-		nap_100us();
+		nap(MEET_NAP_NS);
 	if (atomic_load(&o->returned))
 		atomic_fetch_add(&o->after_return, 1);
 	return i == MEET_NAPS ? -2 : 13;
@@ -1068,31 +1043,26 @@ for_each_from_a_task_of_another_pool_runs_on_that_pool(void **state)
 	heist_pool_destroy(a);
 }
 
-/* An inner failure travels out through each level's body. */
-static int
-fail_inner(void *arg, size_t b, size_t e)
-{
-	(void)arg;
-	return b <= 5 && 5 < e ? 23 : 0;
-}
+/* An inner failure travels out through each level's body: the outer loop (level 2)
+ * runs the middle one at index 2, the middle one (level 1) the inner one at index 3,
+ * and the inner one (level 0) fails with 23 at index 5. */
+struct fail_level {
+	heist_pool *pool;
+	int level;
+};
 
 static int
-fail_middle(void *arg, size_t b, size_t e)
+fail_nested(void *arg, size_t b, size_t e)
 {
-	heist_pool *pool = arg;
+	static const size_t at[] = { 5, 3, 2 };
+	const struct fail_level *l = arg;
+	struct fail_level below = { l->pool, l->level - 1 };
 	int r = 0;
-	for (size_t j = b; j < e && !r; j++)
-		r = j == 3 ? heist_for_each(pool, 0, 10, 1, fail_inner, NULL) : 0;
-	return r;
-}
 
-static int
-fail_outer(void *arg, size_t b, size_t e)
-{
-	heist_pool *pool = arg;
-	int r = 0;
+	if (l->level == 0)
+		return b <= at[0] && at[0] < e ? 23 : 0;
 	for (size_t i = b; i < e && !r; i++)
-		r = i == 2 ? heist_for_each(pool, 0, 10, 1, fail_middle, pool) : 0;
+		r = i == at[l->level] ? heist_for_each(l->pool, 0, 10, 1, fail_nested, &below) : 0;
 	return r;
 }
 
@@ -1103,9 +1073,10 @@ nested_failure_is_returned_by_the_outer_loop(void **state)
 	for (size_t p = 0; p < NPOOLS; p++) {
 		heist_pool *pool = make_pool(POOL_SIZES[p]);
 		for (size_t m = 0; m < NMODES; m++) {
+			struct fail_level outer = { pool, 2 };
 			struct call c = {
 				.pool = pool, .begin = 0, .end = 10, .grain = 1,
-				.body = fail_outer, .arg = pool,
+				.body = fail_nested, .arg = &outer,
 			};
 			assert_int_equal(run_loop(ALL_MODES[m], &c), 23);
 		}
@@ -1143,8 +1114,14 @@ main(void)
 		cmocka_unit_test(for_each_from_a_task_of_another_pool_runs_on_that_pool),
 		cmocka_unit_test(nested_failure_is_returned_by_the_outer_loop),
 	};
-	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* The large-range tests again, full size. */
+	const struct CMUnitTest slow_tests[] = {
+		cmocka_unit_test(odd_large_range_visits_each_index_once_from_outside),
+		cmocka_unit_test(odd_large_range_visits_each_index_once_inside_tasks),
+		cmocka_unit_test(odd_large_range_visits_each_index_once_as_bulk),
+		cmocka_unit_test(power_of_two_range_visits_each_index_once),
+		cmocka_unit_test(no_body_runs_after_the_loop_returns),
+	};
+	big = test_slow() ? BIG_SLOW : BIG_UNIT;
+	return RUN_TESTS_OR_SLOW(tests, slow_tests);
 }

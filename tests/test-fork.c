@@ -2,16 +2,14 @@
  * (W1 fib, W2 nqueens, W3 uts of WORKLOADS.md), many spawns in one frame, spawn/sync/
  * join outside a worker (inline), heist_run from several threads at once, deep
  * recursion, no heap allocation on the spawn/sync path (counted by faults.c), and
- * futures mixed with spawns inside tasks. Submit, futures and the pool's lifetime are
- * tested in test-pool.c.
- *
- * Tasks never call cmocka (its asserts longjmp, and tasks run on workers): they
- * count what went wrong in atomics, which the test thread checks.
+ * futures mixed with spawns inside tasks; suite 'slow' runs the fib tests larger.
+ * Submits are tested in test-submit.c, futures in test-future.c, the pool's lifetime
+ * in test-pool.c. Rules and helpers (fib_spawn, fib_serial among them): common.h.
+ * Tasks count what went wrong in `errors`, which the test thread checks.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -19,81 +17,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
-#include "heist/heist.h"
+#include "common.h"
 #include "faults.h"
 
-/* Sanitizer builds run 5-20x slower: smaller fib there (the file then takes about
- * 5 s under ThreadSanitizer on two cores), the specified sizes in the normal build. */
+/* fib sizes: fib(FIB_MIN .. max) on 1, 2 and 4 workers, fib(deep) on one. Suite 'slow'
+ * runs the specified sizes, suite 'unit' a quarter of the work (n two less). Sanitizer
+ * builds run 5-20x slower: smaller fib there. */
+struct fib_sizes {
+	int max, deep;
+};
+
+enum { FIB_MIN = 25 };
 #ifdef TEST_SANITIZED
-enum { FIB_MIN = 25, FIB_MAX = 28, FIB_DEEP = 30 };
+static const struct fib_sizes FIB_SLOW = { 28, 30 }, FIB_UNIT = { 27, 28 };
 #else
-enum { FIB_MIN = 25, FIB_MAX = 32, FIB_DEEP = 34 };
+static const struct fib_sizes FIB_SLOW = { 32, 34 }, FIB_UNIT = { 30, 32 };
 #endif
+static struct fib_sizes fib_sizes;	/* one of the two, chosen in main() */
 enum { NQ_MAX = 12, UTS_ROOT_CHILDREN = 2000 };
 enum { CHAIN_DEPTH = 10000 };
 
 static atomic_uint errors;	/* anything a task saw go wrong */
 
-static heist_pool *
-make_pool(unsigned threads)
-{
-	struct heist_config cfg = { .threads = threads };
-	heist_pool *pool = NULL;
-
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	return pool;
-}
-
-static long
-fib_serial(int n)
-{
-	long a = 0, b = 1;
-
-	for (int i = 0; i < n; i++) {
-		long c = a + b;
-		a = b;
-		b = c;
-	}
-	return a;
-}
-
 /* ---------------------------------------------------------------------------------- */
 /* W1 fib                                                                             */
 
-struct fib {
-	int n;
-	long r;
-};
-
-/* W1 with spawn and sync: every call above the leaves is a task, no cutoff. */
-static int
-fib_spawn(void *arg)
-{
-	struct fib *f = arg, a, b;
-	heist_task t;
-	int rc;
-
-	if (f->n < 2) {
-		f->r = f->n;
-		return 0;
-	}
-	a.n = f->n - 1;
-	b.n = f->n - 2;
-	heist_spawn(&t, fib_spawn, &a);
-	rc = fib_spawn(&b);
-	rc |= heist_sync(&t);
-	f->r = a.r + b.r;
-	return rc;
-}
-
-/* W1 with join. */
+/* W1 with join (fib_spawn, with spawn and sync, is common.h's). */
 static int
 fib_join(void *arg)
 {
@@ -119,7 +68,7 @@ check_fib_on_pools(heist_fn fn)
 	assert_int_equal(fib_serial(30), 832040);
 	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
 		heist_pool *pool = make_pool(sizes[s]);
-		for (int n = FIB_MIN; n <= FIB_MAX; n++) {
+		for (int n = FIB_MIN; n <= fib_sizes.max; n++) {
 			struct fib f = { .n = n, .r = -1 };
 			assert_int_equal(heist_run(pool, fn, &f), 0);
 			if (f.r != fib_serial(n))
@@ -327,60 +276,7 @@ uts_small_tree_is_right(void **state)
 
 enum { WIDE = 64 };
 
-struct slot {
-	int i;
-	atomic_uint runs;
-};
-
-static int
-slot_task(void *arg)
-{
-	struct slot *s = arg;
-
-	atomic_fetch_add(&s->runs, 1);
-	return s->i * 3 + 1;
-}
-
-/* 64 spawns, then 64 syncs in reverse order, each giving its own child's value. */
-static int
-wide_task(void *arg)
-{
-	struct slot *slots = arg;
-	heist_task t[WIDE];
-
-	for (int i = 0; i < WIDE; i++) {
-		slots[i].i = i;
-		atomic_store(&slots[i].runs, 0);
-		heist_spawn(&t[i], slot_task, &slots[i]);
-	}
-	for (int i = WIDE; i-- > 0;)
-		if (heist_sync(&t[i]) != i * 3 + 1)
-			atomic_fetch_add(&errors, 1);
-	for (int i = 0; i < WIDE; i++)
-		if (atomic_load(&slots[i].runs) != 1)
-			atomic_fetch_add(&errors, 1);
-	return 0;
-}
-
-static void
-sixty_four_spawns_then_syncs_in_one_frame(void **state)
-{
-	struct slot slots[WIDE];
-
-	(void)state;
-	atomic_store(&errors, 0);
-	for (unsigned threads = 1; threads <= 4; threads *= 2) {
-		heist_pool *pool = make_pool(threads);
-		for (int rep = 0; rep < 200; rep++)
-			assert_int_equal(heist_run(pool, wide_task, slots), 0);
-		heist_pool_destroy(pool);
-	}
-	assert_int_equal(atomic_load(&errors), 0);
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* Outside a worker                                                                   */
-
+/* A task that counts its runs, notes its worker and returns ret. */
 struct counted {
 	int ret;
 	atomic_uint runs;
@@ -396,6 +292,46 @@ counted_task(void *arg)
 	atomic_store(&c->index, heist_worker_index());
 	return c->ret;
 }
+
+/* 64 spawns, then 64 syncs in reverse order, each giving its own child's value. */
+static int
+wide_task(void *arg)
+{
+	struct counted *slots = arg;
+	heist_task t[WIDE];
+
+	for (int i = 0; i < WIDE; i++) {
+		slots[i].ret = i * 3 + 1;
+		atomic_store(&slots[i].runs, 0);
+		heist_spawn(&t[i], counted_task, &slots[i]);
+	}
+	for (int i = WIDE; i-- > 0;)
+		if (heist_sync(&t[i]) != i * 3 + 1)
+			atomic_fetch_add(&errors, 1);
+	for (int i = 0; i < WIDE; i++)
+		if (atomic_load(&slots[i].runs) != 1)
+			atomic_fetch_add(&errors, 1);
+	return 0;
+}
+
+static void
+sixty_four_spawns_then_syncs_in_one_frame(void **state)
+{
+	struct counted slots[WIDE];
+
+	(void)state;
+	atomic_store(&errors, 0);
+	for (unsigned threads = 1; threads <= 4; threads *= 2) {
+		heist_pool *pool = make_pool(threads);
+		for (int rep = 0; rep < 200; rep++)
+			assert_int_equal(heist_run(pool, wide_task, slots), 0);
+		heist_pool_destroy(pool);
+	}
+	assert_int_equal(atomic_load(&errors), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Outside a worker                                                                   */
 
 static void
 check_join_semantics(void)
@@ -429,7 +365,7 @@ spawn_sync_join_run_inline_outside_a_worker(void **state)
 {
 	struct fib f = { .n = 20 };
 	struct counted c = { .ret = 11, .index = 99 };
-	struct slot slots[WIDE];
+	struct counted slots[WIDE];
 	heist_task t;
 
 	(void)state;
@@ -466,12 +402,6 @@ join_returns_the_first_nonzero_on_a_worker(void **state)
 
 /* ---------------------------------------------------------------------------------- */
 /* heist_run                                                                          */
-
-static int
-ret_int(void *arg)
-{
-	return (int)(intptr_t)arg;
-}
 
 struct runner {
 	heist_pool *pool;
@@ -570,11 +500,11 @@ static void
 deep_fib_on_one_worker(void **state)
 {
 	heist_pool *pool = make_pool(1);
-	struct fib f = { .n = FIB_DEEP };
+	struct fib f = { .n = fib_sizes.deep };
 
 	(void)state;
 	assert_int_equal(heist_run(pool, fib_spawn, &f), 0);
-	assert_int_equal(f.r, fib_serial(FIB_DEEP));
+	assert_int_equal(f.r, fib_serial(fib_sizes.deep));
 	heist_pool_destroy(pool);
 }
 
@@ -767,8 +697,12 @@ main(void)
 		cmocka_unit_test(tasks_mix_futures_and_spawns_sync_before_wait),
 		cmocka_unit_test(tasks_mix_futures_and_spawns_wait_with_spawn_outstanding),
 	};
-	/* TEST_FILTER=pattern (cmocka's * and ? wildcards) runs only the matching tests. */
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* The fib tests again, at the specified sizes. */
+	const struct CMUnitTest slow_tests[] = {
+		cmocka_unit_test(fib_with_spawn_and_sync_is_right_on_1_2_4_workers),
+		cmocka_unit_test(fib_with_join_is_right_on_1_2_4_workers),
+		cmocka_unit_test(deep_fib_on_one_worker),
+	};
+	fib_sizes = test_slow() ? FIB_SLOW : FIB_UNIT;
+	return RUN_TESTS_OR_SLOW(tests, slow_tests);
 }

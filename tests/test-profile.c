@@ -2,12 +2,13 @@
  * clock's calibration against CLOCK_MONOTONIC, reports whose counts equal the tasks
  * that ran (fork-join trees, submitted tasks), ordered percentiles, per-sample sanity,
  * buffers that overflow into the histograms (exact counts, percentiles within the
- * histogram's 1/128), reset, per-worker reports, and the error paths. Declared in
- * tools/meson.build, beside heist-latency, the profiler's command-line user.
+ * histogram's 1/128), reset, per-worker reports, and the error paths. The command-line
+ * tool, heist-latency, is tested by tools/test-heist-latency.py. Rules and helpers:
+ * common.h.
  *
- * Tasks never call cmocka (its asserts longjmp, and tasks run on workers): they only
- * count themselves, in their parent's frame, and the test thread checks. Timings are
- * never pass or fail here; only counts, orderings and bounds that hold on any machine.
+ * Tasks only count themselves, in their parent's frame, and the test thread checks.
+ * Timings are never pass or fail here; only counts, orderings and bounds that hold on
+ * any machine.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
@@ -20,32 +21,26 @@
 #include <string.h>
 #include <time.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
-#include "heist/heist.h"
+#include "common.h"
 #include "heist/profile.h"
 #include "probe.h"	/* heist__tsc(), HEIST_PROFILER */
+#include "w8.h"
 
 enum {
-	/* profile.c keeps this many samples per worker; beyond, only histograms count. */
+	/* profile.c keeps this many samples per worker; beyond, only histograms count.
+	 * Reports publish it (buffer_samples), which the overflow tests check. */
 	BUFFER = 1 << 18,
 	SUBMITTED = 1000,
 	RACE_ROUNDS = 500,
 };
 
+/* threads 0: one worker per CPU. */
 static heist_pool *
-make_pool(unsigned threads, bool profile)
+make_profiled_pool(unsigned threads, bool profile)
 {
 	struct heist_config cfg = {.threads = threads, .profile = profile};
-	heist_pool *pool = NULL;
 
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	return pool;
+	return make_pool_cfg(&cfg);
 }
 
 #define SKIP_WITHOUT_PROFILER()                                                       \
@@ -58,58 +53,17 @@ make_pool(unsigned threads, bool profile)
 
 /* ---- workloads ---- */
 
-/* A W8 tree node in its parent's frame: every node is a task (the root is the
- * heist_run task, the others are spawned and synced), so a tree of depth d runs
- * exactly 2^(d+1) - 1 tasks, which the nodes count without sharing anything. */
-struct node {
-	unsigned level, depth, payload;
-	uint64_t tasks;
-	double sum;
-};
-
-static int
-tree(void *arg)
-{
-	struct node *n = arg;
-	double x = n->level;
-	for (unsigned i = 0; i < n->payload; i++)
-		x = x * 1.0000001 + 1e-9;
-	n->sum = x;
-	n->tasks = 1;
-	if (n->level == n->depth)
-		return 0;
-	struct node kid[2];
-	heist_task t[2];
-	for (int i = 0; i < 2; i++) {
-		kid[i] = (struct node){n->level + 1, n->depth, n->payload, 0, 0};
-		heist_spawn(&t[i], tree, &kid[i]);
-	}
-	heist_sync(&t[1]);
-	heist_sync(&t[0]);
-	n->tasks += kid[0].tasks + kid[1].tasks;
-	n->sum += kid[0].sum + kid[1].sum;
-	return 0;
-}
-
-static uint64_t
-tree_tasks(unsigned depth)
-{
-	return ((uint64_t)1 << (depth + 1)) - 1;
-}
+/* W8's tree (bench/w8.c, shared with heist-bench and heist-latency): every node is a
+ * task (the root is the heist_run task, the others are spawned and synced), so a tree
+ * of depth d runs exactly w8_tasks(d) = 2^(d+1) - 1 tasks. */
+#define tree_tasks w8_tasks
 
 static void
 run_tree(heist_pool *pool, unsigned depth, unsigned payload)
 {
-	struct node root = {0, depth, payload, 0, 0};
-	assert_int_equal(heist_run(pool, tree, &root), 0);
-	assert_int_equal(root.tasks, tree_tasks(depth));
-}
-
-static int
-nothing(void *arg)
-{
-	(void)arg;
-	return 0;
+	struct w8_result r;
+	assert_int_equal(w8_run(pool, depth, payload, &r), 0);
+	assert_int_equal(r.tasks, w8_tasks(depth));
 }
 
 static void
@@ -118,7 +72,7 @@ submit_and_wait(heist_pool *pool, unsigned n)
 	heist_future **f = calloc(n, sizeof(*f));
 	assert_non_null(f);
 	for (unsigned i = 0; i < n; i++)
-		assert_int_equal(heist_submit(pool, nothing, NULL, &f[i]), 0);
+		assert_int_equal(heist_submit(pool, ret_int, NULL, &f[i]), 0);
 	for (unsigned i = 0; i < n; i++) {
 		assert_int_equal(heist_future_wait(f[i]), 0);
 		heist_future_release(f[i]);
@@ -130,19 +84,26 @@ submit_and_wait(heist_pool *pool, unsigned n)
  * woken before the last sample is in (see report_after_wait_counts_the_last_task).
  * The other tests are about other things: they first wait until the profile has
  * caught up with the statistics (every task is counted in `executed` before it runs). */
+static bool
+caught_up(heist_pool *pool, struct heist_latency_report *rep, struct heist_stats *st,
+	  uint64_t executed_before)
+{
+	assert_int_equal(heist_pool_stats(pool, st), 0);
+	assert_int_equal(heist_profile_report(pool, rep), 0);
+	return rep->end_to_end.count >= st->executed - executed_before;
+}
+
 static void
 settle(heist_pool *pool, struct heist_latency_report *rep)
 {
 	struct heist_stats st;
-	for (int tries = 0; tries < 1000; tries++) {
-		assert_int_equal(heist_pool_stats(pool, &st), 0);
-		assert_int_equal(heist_profile_report(pool, rep), 0);
-		if (rep->end_to_end.count >= st.executed)
-			return;
-		nanosleep(&(struct timespec){0, 1000000}, NULL);
-	}
-	fail_msg("the profile never caught up: %llu samples, %llu tasks executed",
-		 (unsigned long long)rep->end_to_end.count, (unsigned long long)st.executed);
+	bool ok;
+
+	POLL(ok, caught_up(pool, rep, &st, 0));
+	if (!ok)
+		fail_msg("the profile never caught up: %llu samples, %llu tasks executed",
+			 (unsigned long long)rep->end_to_end.count,
+			 (unsigned long long)st.executed);
 }
 
 static void
@@ -226,7 +187,7 @@ tree_counts_are_exact(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(0, true);
+	heist_pool *pool = make_profiled_pool(0, true);
 	struct heist_latency_report rep;
 	run_tree(pool, 10, 50);
 	settle(pool, &rep);
@@ -252,7 +213,7 @@ submitted_counts_are_exact(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(0, true);
+	heist_pool *pool = make_profiled_pool(0, true);
 	struct heist_latency_report rep;
 	submit_and_wait(pool, SUBMITTED);
 	settle(pool, &rep);
@@ -273,7 +234,7 @@ report_after_wait_counts_the_last_task(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(2, true);
+	heist_pool *pool = make_profiled_pool(2, true);
 	struct heist_latency_report rep;
 	struct heist_stats st;
 	unsigned short_run = 0, short_wait = 0;
@@ -327,7 +288,7 @@ samples_are_consistent(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(0, true);
+	heist_pool *pool = make_profiled_pool(0, true);
 	unsigned workers = heist_pool_size(pool);
 	struct heist_latency_report rep;
 	run_tree(pool, 12, 20);
@@ -375,7 +336,7 @@ percentiles_agree_with_report(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(0, true);
+	heist_pool *pool = make_profiled_pool(0, true);
 	struct heist_latency_report rep;
 	run_tree(pool, 11, 20);
 	settle(pool, &rep);
@@ -445,12 +406,13 @@ overflow_boundary_keeps_counts_exact(void **state)
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
 	enum { EXTRA = 64 };
-	heist_pool *pool = make_pool(1, true);
+	heist_pool *pool = make_profiled_pool(1, true);
 	struct heist_latency_report rep;
 	run_tree(pool, 17, 0);
 	settle(pool, &rep);
 	assert_int_equal(rep.end_to_end.count, BUFFER - 1);
 	assert_int_equal(rep.samples_kept, BUFFER - 1);
+	assert_int_equal(rep.buffer_samples, BUFFER);
 	assert_int_equal(rep.samples_dropped, 0);
 	assert_int_equal(rep.exact, 1);
 
@@ -507,7 +469,7 @@ overflow_big_tree(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(1, true);
+	heist_pool *pool = make_profiled_pool(1, true);
 	struct heist_latency_report rep;
 	run_tree(pool, 18, 0);
 	settle(pool, &rep);
@@ -528,7 +490,7 @@ reset_clears_counts(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(0, true);
+	heist_pool *pool = make_profiled_pool(0, true);
 	struct heist_latency_report rep;
 	run_tree(pool, 8, 10);
 	settle(pool, &rep);
@@ -557,13 +519,9 @@ reset_clears_counts(void **state)
 	/* After a reset, only what runs next. */
 	run_tree(pool, 5, 10);
 	struct heist_stats before = st;
-	for (int tries = 0; tries < 1000; tries++) {
-		assert_int_equal(heist_pool_stats(pool, &st), 0);
-		assert_int_equal(heist_profile_report(pool, &rep), 0);
-		if (rep.end_to_end.count >= st.executed - before.executed)
-			break;
-		nanosleep(&(struct timespec){0, 1000000}, NULL);
-	}
+	bool ok;
+	POLL(ok, caught_up(pool, &rep, &st, before.executed));
+	(void)ok;	/* the count below says what went wrong */
 	assert_int_equal(rep.end_to_end.count, tree_tasks(5));
 	check_ordered(&rep.end_to_end, "end-to-end after reset");
 	heist_pool_destroy(pool);
@@ -576,7 +534,7 @@ not_profiling_is_einval(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(2, false);
+	heist_pool *pool = make_profiled_pool(2, false);
 	run_tree(pool, 4, 0);
 	struct heist_latency_report rep;
 	double q = 0.5;
@@ -595,7 +553,7 @@ null_arguments_are_einval(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT_PROFILER();
-	heist_pool *pool = make_pool(2, true);
+	heist_pool *pool = make_profiled_pool(2, true);
 	struct heist_latency_report rep;
 	double q = 0.5;
 	uint64_t v;
@@ -629,7 +587,7 @@ compiled_out_is_enotsup(void **state)
 		print_message("profiler compiled in\n");
 		skip();
 	}
-	heist_pool *pool = make_pool(1, true);
+	heist_pool *pool = make_profiled_pool(1, true);
 	struct heist_latency_report rep;
 	struct heist_profile_clock clk;
 	assert_int_equal(heist_profile_clock(&clk), ENOTSUP);
@@ -637,9 +595,8 @@ compiled_out_is_enotsup(void **state)
 	heist_pool_destroy(pool);
 }
 
-/* An argument runs only the tests whose names match it (cmocka's * and ? globs). */
 int
-main(int argc, char **argv)
+main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(clock_calibration_matches_monotonic),
@@ -655,7 +612,5 @@ main(int argc, char **argv)
 		cmocka_unit_test(compiled_out_is_enotsup),
 		cmocka_unit_test(report_after_wait_counts_the_last_task),
 	};
-	if (argc > 1)
-		cmocka_set_test_filter(argv[1]);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

@@ -1,20 +1,14 @@
 /* test-topology.c - placement and victim ranks on synthetic hwloc topologies (binding
  * on a synthetic topology succeeds without effect, so the whole path runs on any
  * machine), pinning on the real machine, and the affinity mask bounding the default
- * worker count. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
+ * worker count. Helpers: common.h. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "heist/heist.h"
+#include "common.h"
 #include "topology.h"
 
 enum { MAXW = 64 };
@@ -30,18 +24,6 @@ struct layout {
 #define NEEDS_HWLOC() skip()	/* synthetic topologies need hwloc */
 #endif
 
-static heist_pool *
-synthetic_pool(const char *desc, unsigned threads, enum heist_pin pin)
-{
-	heist__topology_synthetic = desc;
-	struct heist_config cfg = {.threads = threads, .pin = pin};
-	heist_pool *pool = NULL;
-	int err = heist_pool_create(&pool, &cfg);
-	heist__topology_synthetic = NULL;
-	assert_int_equal(err, 0);
-	return pool;
-}
-
 static void
 read_layout(heist_pool *pool, struct layout *l)
 {
@@ -50,6 +32,20 @@ read_layout(heist_pool *pool, struct layout *l)
 		assert_int_equal(heist_pool_placement(pool, i, &l->place[i], l->victims[i],
 						      l->ranks[i], MAXW),
 				 0);
+}
+
+/* A pool on the synthetic topology desc, its layout read into l. */
+static heist_pool *
+synthetic_pool(const char *desc, unsigned threads, enum heist_pin pin, struct layout *l)
+{
+	heist__topology_synthetic = desc;
+	struct heist_config cfg = {.threads = threads, .pin = pin};
+	heist_pool *pool = NULL;
+	int err = heist_pool_create(&pool, &cfg);
+	heist__topology_synthetic = NULL;
+	assert_int_equal(err, 0);
+	read_layout(pool, l);
+	return pool;
 }
 
 /* Every other worker appears exactly once, ranks never decrease. */
@@ -90,8 +86,7 @@ smt_siblings_come_first(void **state)
 	NEEDS_HWLOC();
 	static struct layout l;
 	/* 2 packages, each 1 L3 over 2 L2 over 1 core of 2 PUs: 8 PUs. */
-	heist_pool *pool = synthetic_pool("pack:2 l3:1 l2:2 core:1 pu:2", 8, HEIST_PIN_PU);
-	read_layout(pool, &l);
+	heist_pool *pool = synthetic_pool("pack:2 l3:1 l2:2 core:1 pu:2", 8, HEIST_PIN_PU, &l);
 	check_victim_lists(&l, 8);
 	for (unsigned i = 0; i < 8; i++) {
 		char want[8];
@@ -108,8 +103,7 @@ smt_siblings_come_first(void **state)
 	heist_pool_destroy(pool);
 
 	/* Four workers pinned to cores on the same machine: one per core, in order. */
-	pool = synthetic_pool("pack:2 l3:1 l2:2 core:1 pu:2", 4, HEIST_PIN_CORE);
-	read_layout(pool, &l);
+	pool = synthetic_pool("pack:2 l3:1 l2:2 core:1 pu:2", 4, HEIST_PIN_CORE, &l);
 	check_victim_lists(&l, 4);
 	const char *cores[] = {"0-1", "2-3", "4-5", "6-7"};
 	for (unsigned i = 0; i < 4; i++) {
@@ -126,8 +120,7 @@ two_sockets_rank_the_own_socket_first(void **state)
 	(void)state;
 	NEEDS_HWLOC();
 	static struct layout l;
-	heist_pool *pool = synthetic_pool("pack:2 core:4 pu:1", 8, HEIST_PIN_CORE);
-	read_layout(pool, &l);
+	heist_pool *pool = synthetic_pool("pack:2 core:4 pu:1", 8, HEIST_PIN_CORE, &l);
 	check_victim_lists(&l, 8);
 	for (unsigned i = 0; i < 8; i++) {
 		char want[8];
@@ -141,8 +134,7 @@ two_sockets_rank_the_own_socket_first(void **state)
 	heist_pool_destroy(pool);
 
 	/* Two workers spread over the packages, not packed on the first. */
-	pool = synthetic_pool("pack:2 core:4 pu:1", 2, HEIST_PIN_CORE);
-	read_layout(pool, &l);
+	pool = synthetic_pool("pack:2 core:4 pu:1", 2, HEIST_PIN_CORE, &l);
 	assert_string_equal(l.place[0].cpus, "0");
 	assert_string_equal(l.place[1].cpus, "4");
 	heist_pool_destroy(pool);
@@ -154,8 +146,7 @@ four_numa_nodes_rank_the_own_node_first(void **state)
 	(void)state;
 	NEEDS_HWLOC();
 	static struct layout l;
-	heist_pool *pool = synthetic_pool("node:4 core:8 pu:1", 32, HEIST_PIN_CORE);
-	read_layout(pool, &l);
+	heist_pool *pool = synthetic_pool("node:4 core:8 pu:1", 32, HEIST_PIN_CORE, &l);
 	check_victim_lists(&l, 32);
 	for (unsigned i = 0; i < 32; i++) {
 		assert_int_equal(l.place[i].nranks, 2);
@@ -172,8 +163,7 @@ unpinned_pools_have_one_flat_rank(void **state)
 	(void)state;
 	NEEDS_HWLOC();
 	static struct layout l;
-	heist_pool *pool = synthetic_pool("pack:2 core:4 pu:1", 8, HEIST_PIN_NONE);
-	read_layout(pool, &l);
+	heist_pool *pool = synthetic_pool("pack:2 core:4 pu:1", 8, HEIST_PIN_NONE, &l);
 	check_victim_lists(&l, 8);
 	for (unsigned i = 0; i < 8; i++) {
 		assert_int_equal(l.place[i].nranks, 1);
@@ -283,5 +273,5 @@ main(void)
 		cmocka_unit_test(affinity_mask_bounds_the_default_worker_count),
 		cmocka_unit_test(bad_synthetic_topology_is_einval),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

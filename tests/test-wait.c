@@ -18,57 +18,24 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>	/* cmocka 1.1 needs the four headers above */
-
-#include "heist/heist.h"
+#include "common.h"
 #include "faults.h"
 #include "spare.h"	/* heist__spare_keepalive_ns */
 
-enum { NAP_NS = 200 * 1000, POLL_MAX = 150 * 1000 };	/* 30 s of naps at least */
-static const uint64_t WATCHDOG_NS = 30ull * 1000 * 1000 * 1000;
+#define WATCHDOG_NS LONG_WAIT_NS
 enum { WAITERS = 4 };	/* the shape: four X jobs waiting on Z */
 
-static void
-nap(long ns)
-{
-	struct timespec ts = {0, ns};
-	nanosleep(&ts, NULL);
-}
-
-#define POLL(ok, cond)                                                        \
-	do {                                                                  \
-		(ok) = false;                                                 \
-		for (long poll_i_ = 0; poll_i_ < POLL_MAX; poll_i_++) {       \
-			if (cond) {                                           \
-				(ok) = true;                                  \
-				break;                                        \
-			}                                                     \
-			nap(NAP_NS);                                          \
-		}                                                             \
-	} while (0)
-
 static heist_pool *
-make_pool(unsigned threads, unsigned max_spares)
+make_spare_pool(unsigned threads, unsigned max_spares)
 {
 	struct heist_config cfg = {.threads = threads, .max_spares = max_spares};
-	heist_pool *pool = NULL;
-
-	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
-	assert_non_null(pool);
-	return pool;
+	return make_pool_cfg(&cfg);
 }
 
 static struct heist_stats
@@ -77,29 +44,6 @@ stats_of(heist_pool *pool)
 	struct heist_stats s;
 	assert_int_equal(heist_pool_stats(pool, &s), 0);
 	return s;
-}
-
-/* A latch that a task or thread holds until the test releases it (bounded: a test
- * that fails before releasing does not hang its helpers forever). */
-struct latch {
-	atomic_int entered;
-	atomic_bool open;
-};
-
-static void
-latch_hold(struct latch *l)
-{
-	bool ok;
-	atomic_fetch_add(&l->entered, 1);
-	POLL(ok, atomic_load(&l->open));
-	(void)ok;
-}
-
-static int
-hold_task(void *arg)
-{
-	latch_hold(arg);
-	return 0;
 }
 
 /* Wait for a future with the watchdog; a hang fails the test. */
@@ -120,7 +64,7 @@ watched_wait(heist_future *f)
  * Z, and Z could never resume. */
 struct shape {
 	heist_pool *pool;
-	struct latch hold;		/* keeps the thing Z waits for from finishing */
+	struct hold hold;		/* keeps the thing Z waits for from finishing */
 	atomic_bool z_waiting;		/* Z reached its wait */
 	heist_future *_Atomic z;	/* Z's future, for the X jobs */
 	heist_future *y;		/* heist_future_wait shape: what Z waits for */
@@ -140,7 +84,7 @@ shape_body(void *arg, size_t b, size_t e)
 	struct shape *s = arg;
 	for (size_t i = b; i < e; i++) {
 		if (i == 1) {
-			latch_hold(&s->hold);
+			hold_pass(&s->hold);
 		} else {
 			bool ok;
 			POLL(ok, atomic_load(&s->hold.entered) == 1);
@@ -162,7 +106,7 @@ z_sync(void *arg)
 static int
 y_hold(void *arg)
 {
-	latch_hold(&((struct shape *)arg)->hold);
+	hold_pass(&((struct shape *)arg)->hold);
 	return 7;
 }
 
@@ -197,7 +141,7 @@ static struct heist_stats
 run_shape(bool through_future, unsigned max_spares)
 {
 	struct shape s = {.z_worker = -2};
-	s.pool = make_pool(2, max_spares);
+	s.pool = make_spare_pool(2, max_spares);
 	heist_future *fz = NULL, *fx[WAITERS] = {0};
 	bool ok;
 
@@ -284,7 +228,7 @@ idle_spares_go_away(void **state)
 	uint64_t keep = heist__spare_keepalive_ns;
 	heist__spare_keepalive_ns = 10 * 1000 * 1000;	/* 10 ms */
 	struct shape s = {.z_worker = -2};
-	s.pool = make_pool(2, 0);
+	s.pool = make_spare_pool(2, 0);
 	heist_future *fz, *fx[WAITERS];
 	bool ok;
 
@@ -356,10 +300,10 @@ static void
 timed_wait_on_a_worker_runs_no_other_job(void **state)
 {
 	(void)state;
-	heist_pool *other = make_pool(1, 0);
-	struct latch hold = {0};
+	heist_pool *other = make_spare_pool(1, 0);
+	struct hold hold = {0};
 	struct timed t = {.result = -1};
-	t.pool = make_pool(1, HEIST_SPARES_NONE);
+	t.pool = make_spare_pool(1, HEIST_SPARES_NONE);
 	bool ok;
 
 	assert_int_equal(heist_submit(other, hold_task, &hold, &t.other), 0);
@@ -414,7 +358,7 @@ timed_wait_on_a_worker_runs_the_awaited_job_itself(void **state)
 {
 	(void)state;
 	struct claim c = {.same_thread = -1};
-	c.pool = make_pool(1, HEIST_SPARES_NONE);
+	c.pool = make_spare_pool(1, HEIST_SPARES_NONE);
 	assert_int_equal(heist_run(c.pool, claim_waiter, &c), 0);
 	assert_int_equal(atomic_load(&c.done), 1);
 	assert_int_equal(atomic_load(&c.same_thread), 1);
@@ -425,7 +369,7 @@ static void *
 open_later(void *arg)
 {
 	nap(20 * 1000 * 1000);
-	atomic_store(&((struct latch *)arg)->open, true);
+	atomic_store(&((struct hold *)arg)->open, true);
 	return NULL;
 }
 
@@ -450,10 +394,10 @@ huge_timeouts_mean_forever(void **state)
 {
 	(void)state;
 	static const uint64_t timeouts[] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX / 2};
-	heist_pool *pool = make_pool(1, 0), *waiters = make_pool(1, 0);
+	heist_pool *pool = make_spare_pool(1, 0), *waiters = make_spare_pool(1, 0);
 	for (size_t k = 0; k < sizeof(timeouts) / sizeof(timeouts[0]); k++) {
 		for (int on_worker = 0; on_worker < 2; on_worker++) {
-			struct latch hold = {0};
+			struct hold hold = {0};
 			struct huge h = {.timeout = timeouts[k], .result = -1};
 			pthread_t opener;
 			bool ok;
@@ -518,13 +462,13 @@ blocked_body(void *arg, size_t b, size_t e)
 {
 	(void)b;
 	(void)e;
-	latch_hold(arg);
+	hold_pass(arg);
 	return 0;
 }
 
 struct outside_loop {
 	heist_pool *pool;
-	struct latch *hold;
+	struct hold *hold;
 	atomic_int result;
 };
 
@@ -554,8 +498,8 @@ static void
 destroying_a_pool_waits_for_nothing_of_other_pools(void **state)
 {
 	(void)state;
-	heist_pool *a = make_pool(1, 0), *c = make_pool(1, 0);
-	struct latch hold = {0};
+	heist_pool *a = make_spare_pool(1, 0), *c = make_spare_pool(1, 0);
+	struct hold hold = {0};
 	heist_future *fa;
 	bool ok;
 
@@ -569,7 +513,7 @@ destroying_a_pool_waits_for_nothing_of_other_pools(void **state)
 
 	/* Pool B grows its deque (one worker: nobody steals, all WIDE are queued at
 	 * once), then another thread destroys it. */
-	struct destroyer d = {.pool = make_pool(1, 0)};
+	struct destroyer d = {.pool = make_spare_pool(1, 0)};
 	struct wide w = wide_new();
 	assert_int_equal(heist_run(d.pool, wide, &w), 0);
 	assert_int_equal(w.sum, WIDE);
@@ -598,7 +542,7 @@ static void
 first_growth_without_memory_runs_children_inline(void **state)
 {
 	(void)state;
-	heist_pool *pool = make_pool(1, 0);
+	heist_pool *pool = make_spare_pool(1, 0);
 	struct wide w = wide_new();
 	/* Warm this thread's record cache, so that heist_run's own submit needs no
 	 * allocation while they fail. */
@@ -619,7 +563,7 @@ shapes_complete_when_spares_cannot_start(void **state)
 {
 	(void)state;
 	struct shape s = {.z_worker = -2};
-	s.pool = make_pool(2, 0);
+	s.pool = make_spare_pool(2, 0);
 	heist_future *fz, *fx[WAITERS];
 	bool ok;
 	fault_fail_all(FAULT_THREAD, FAULT_ANY_THREAD);	/* after the workers started */
@@ -730,7 +674,7 @@ misuse_release_twice(void)
 {
 	heist_pool *pool;
 	struct heist_config cfg = {.threads = 1};
-	static struct latch hold;
+	static struct hold hold;
 	heist_future *f, *queued;
 	if (heist_pool_create(&pool, &cfg))
 		return;
@@ -803,7 +747,5 @@ main(void)
 		cmocka_unit_test(second_release_of_a_future_aborts),
 		cmocka_unit_test(second_destroy_of_a_pool_aborts),
 	};
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return RUN_TESTS(tests);
 }

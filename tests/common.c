@@ -1,0 +1,176 @@
+/* common.c - the helpers common.h declares, linked into every cmocka test. Only what
+ * two or more test files use lives here; see common.h for the rules they follow. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* meson passes it too */
+#endif
+#include "common.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+char test_sentinel_byte;
+atomic_uint *ids;
+
+void
+nap(long ns)
+{
+	struct timespec ts = { 0, ns };
+	nanosleep(&ts, NULL);
+}
+
+heist_pool *
+make_pool_cfg(const struct heist_config *cfg)
+{
+	heist_pool *pool = NULL;
+
+	assert_int_equal(heist_pool_create(&pool, cfg), 0);
+	assert_non_null(pool);
+	if (cfg && cfg->threads)
+		assert_int_equal(heist_pool_size(pool), cfg->threads);
+	return pool;
+}
+
+heist_pool *
+make_pool(unsigned threads)
+{
+	struct heist_config cfg = { .threads = threads };
+
+	return make_pool_cfg(&cfg);
+}
+
+int
+ret_int(void *arg)
+{
+	return (int)(intptr_t)arg;
+}
+
+void
+check_pool_works(heist_pool *pool)
+{
+	heist_future *f[8];
+
+	for (uintptr_t i = 0; i < 8; i++)
+		assert_int_equal(heist_submit(pool, ret_int, (void *)(i + 1), &f[i]), 0);
+	for (uintptr_t i = 0; i < 8; i++) {
+		assert_int_equal(heist_future_wait(f[i]), (int)i + 1);
+		heist_future_release(f[i]);
+	}
+}
+
+int
+count_task(void *arg)
+{
+	atomic_fetch_add((atomic_uint *)arg, 1);
+	return 0;
+}
+
+int
+fib_spawn(void *arg)
+{
+	struct fib *f = arg, a, b;
+	heist_task t;
+	int rc;
+
+	if (f->n < 2) {
+		f->r = f->n;
+		return 0;
+	}
+	a.n = f->n - 1;
+	b.n = f->n - 2;
+	heist_spawn(&t, fib_spawn, &a);
+	rc = fib_spawn(&b);
+	rc |= heist_sync(&t);
+	f->r = a.r + b.r;
+	return rc;
+}
+
+long
+fib_serial(int n)
+{
+	long a = 0, b = 1;
+
+	for (int i = 0; i < n; i++) {
+		long c = a + b;
+		a = b;
+		b = c;
+	}
+	return a;
+}
+
+void
+hold_pass(struct hold *h)
+{
+	atomic_fetch_add(&h->entered, 1);
+	while (!atomic_load(&h->open))
+		nap(NAP_NS / 4);
+}
+
+int
+hold_task(void *arg)
+{
+	struct hold *h = arg;
+
+	hold_pass(h);
+	atomic_fetch_add(&h->left, 1);
+	return h->ret;
+}
+
+void
+hold_worker(heist_pool *pool, struct hold *h, heist_future **out)
+{
+	bool ok;
+
+	assert_int_equal(heist_submit(pool, hold_task, h, out), 0);
+	POLL(ok, atomic_load(&h->entered) > 0);
+	assert_true(ok);
+}
+
+void
+ids_alloc(size_t n)
+{
+	ids = calloc(n, sizeof *ids);
+	assert_non_null(ids);
+}
+
+void
+ids_expect(size_t begin, size_t end, unsigned runs)
+{
+	for (size_t i = begin; i < end; i++) {
+		unsigned n = atomic_load(&ids[i]);
+		if (n != runs)
+			fail_msg("task %zu ran %u times, expected %u", i, n, runs);
+	}
+}
+
+void
+ids_free(void)
+{
+	free(ids);
+	ids = NULL;
+}
+
+int
+id_task(void *arg)
+{
+	uintptr_t id = (uintptr_t)arg;
+
+	atomic_fetch_add(&ids[id], 1);
+	return (int)(id % 1000) + 1;
+}
+
+bool
+test_slow(void)
+{
+	const char *s = getenv("TEST_SLOW");
+
+	return s && strcmp(s, "0") != 0 && *s;
+}
+
+int
+run_tests_(const char *name, const struct CMUnitTest *tests, size_t n)
+{
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	return _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+}

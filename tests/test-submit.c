@@ -1,0 +1,446 @@
+/* test-submit.c - submits from threads outside the pool, seen from the public API:
+ * many producers at once, each task run once; bursts after every worker went to
+ * sleep, from one thread and from several, which finish only if every sleeper is woken;
+ * back-pressure at the injector limit, which blocks outside submits and never a
+ * worker's; and a submit that cannot allocate, which fails with ENOMEM, queues nothing
+ * and leaves the pool working (injected by faults.c). The injector and the sleep
+ * protocol alone are tested in test-injector.c and test-sleep.c, submits during
+ * destroy in test-pool.c. Rules and helpers: common.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* meson passes it too */
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "common.h"
+#include "faults.h"
+
+/* Sizes. Sanitizer builds run these as they are. */
+enum { PRODUCERS = 4, PRODUCER_TASKS = 100000, BURSTS = 50 };
+
+/* ---------------------------------------------------------------------------------- */
+/* Many outside producers                                                             */
+
+struct producer {
+	heist_pool *pool;
+	uintptr_t first, count;
+	atomic_uint *errors;
+};
+
+static void *
+producer_main(void *arg)
+{
+	struct producer *p = arg;
+
+	for (uintptr_t i = p->first; i < p->first + p->count; i++)
+		if (heist_submit(p->pool, id_task, (void *)i, NULL) != 0)
+			atomic_fetch_add(p->errors, 1);
+	return NULL;
+}
+
+static void
+outside_producers_run_each_task_once(void **state)
+{
+	heist_pool *pool = make_pool(2);
+	static struct producer p[PRODUCERS];
+	static atomic_uint errors;
+	pthread_t t[PRODUCERS];
+
+	(void)state;
+	atomic_store(&errors, 0);
+	ids_alloc((size_t)PRODUCERS * PRODUCER_TASKS);
+	for (int i = 0; i < PRODUCERS; i++) {
+		p[i] = (struct producer){ pool, (uintptr_t)i * PRODUCER_TASKS, PRODUCER_TASKS,
+					  &errors };
+		assert_int_equal(pthread_create(&t[i], NULL, producer_main, &p[i]), 0);
+	}
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&errors), 0);
+	ids_expect(0, (size_t)PRODUCERS * PRODUCER_TASKS, 1);
+	ids_free();
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Sleep and wake-up                                                                  */
+
+/* One burst: `extras` counting tasks, then one rendezvous task per worker. A
+ * rendezvous task holds its worker until every worker holds one, so a burst only
+ * completes if every sleeping worker was woken: a lost wake-up leaves tasks queued. */
+struct burst {
+	atomic_uint arrived;
+	atomic_uint finished;
+	atomic_uint extras_done;
+	atomic_uint stuck;
+	atomic_int release;
+};
+
+static int
+rendezvous_task(void *arg)
+{
+	struct burst *b = arg;
+	bool ok;
+
+	atomic_fetch_add(&b->arrived, 1);
+	POLL(ok, atomic_load(&b->release));
+	if (!ok)
+		atomic_fetch_add(&b->stuck, 1);
+	atomic_fetch_add(&b->finished, 1);
+	return 0;
+}
+
+struct burst_submitter {
+	heist_pool *pool;
+	struct burst *b;
+	unsigned self, submitters, extras, workers;
+	atomic_int *go;
+	atomic_uint *errors;
+};
+
+static void *
+burst_submitter_main(void *arg)
+{
+	struct burst_submitter *s = arg;
+
+	while (!atomic_load(s->go))
+		nap(NAP_NS / 4);
+	/* Task k of the burst is this submitter's when k % submitters == self. */
+	for (unsigned k = s->self; k < s->extras + s->workers; k += s->submitters) {
+		int rc = k < s->extras
+			? heist_submit(s->pool, count_task, &s->b->extras_done, NULL)
+			: heist_submit(s->pool, rendezvous_task, s->b, NULL);
+		if (rc != 0)
+			atomic_fetch_add(s->errors, 1);
+	}
+	return NULL;
+}
+
+static void
+read_sleeps(heist_pool *pool, uint64_t *sleeps, unsigned workers)
+{
+	for (unsigned w = 0; w < workers; w++) {
+		struct heist_worker_stats ws;
+		assert_int_equal(heist_pool_worker_stats(pool, w, &ws), 0);
+		sleeps[w] = ws.sleeps;
+	}
+}
+
+static bool
+all_slept_since(heist_pool *pool, const uint64_t *base, unsigned workers)
+{
+	for (unsigned w = 0; w < workers; w++) {
+		struct heist_worker_stats ws;
+		if (heist_pool_worker_stats(pool, w, &ws) != 0 || ws.sleeps <= base[w])
+			return false;
+	}
+	return true;
+}
+
+static void
+run_bursts(unsigned submitters)
+{
+	enum { WORKERS = 4, MAX_SUBMITTERS = 4 };
+	heist_pool *pool = make_pool(WORKERS);
+	uint64_t base[WORKERS];
+	static struct burst b;
+	static struct burst_submitter s[MAX_SUBMITTERS];
+	static atomic_int go;
+	static atomic_uint errors;
+	bool ok;
+
+	assert_true(submitters >= 1 && submitters <= MAX_SUBMITTERS);
+	atomic_store(&errors, 0);
+	for (unsigned n = 0; n < BURSTS; n++) {
+		pthread_t t[MAX_SUBMITTERS];
+		unsigned extras = n % 4;	/* plain tasks, submitted before the rendezvous */
+		heist_future *f = NULL;
+
+		/* Rendezvous tasks of the last burst have all finished with b. */
+		b = (struct burst){ 0 };
+		atomic_store(&go, 0);
+		/* Every fifth burst opens with one task waited for through a future. */
+		if (n % 5 == 0) {
+			assert_int_equal(heist_submit(pool, ret_int, (void *)9, &f), 0);
+			assert_true(heist_future_wait_for(f, LONG_WAIT_NS));
+			assert_int_equal(heist_future_wait(f), 9);
+			heist_future_release(f);
+		}
+		for (unsigned i = 0; i < submitters; i++) {
+			s[i] = (struct burst_submitter){ pool, &b, i, submitters, extras,
+							 WORKERS, &go, &errors };
+			assert_int_equal(pthread_create(&t[i], NULL, burst_submitter_main,
+							&s[i]), 0);
+		}
+		atomic_store(&go, 1);
+		for (unsigned i = 0; i < submitters; i++)
+			pthread_join(t[i], NULL);
+		POLL(ok, atomic_load(&b.arrived) == WORKERS);
+		if (!ok)
+			fail_msg("burst %u: %u of %u workers woke up", n,
+				 atomic_load(&b.arrived), WORKERS);
+		/* Every worker is awake, inside a rendezvous task: any sleep counted from
+		 * here on happened after this burst. */
+		read_sleeps(pool, base, WORKERS);
+		atomic_store(&b.release, 1);
+		POLL(ok, atomic_load(&b.finished) == WORKERS &&
+			 atomic_load(&b.extras_done) == extras);
+		if (!ok)
+			fail_msg("burst %u: %u extra tasks of %u ran", n,
+				 atomic_load(&b.extras_done), extras);
+		assert_int_equal(atomic_load(&b.stuck), 0);
+		/* Now the idle gap: wait until every worker has gone to sleep. */
+		POLL(ok, all_slept_since(pool, base, WORKERS));
+		if (!ok)
+			fail_msg("burst %u: the idle workers never went to sleep", n);
+	}
+	assert_int_equal(atomic_load(&errors), 0);
+	heist_pool_destroy(pool);
+}
+
+static void
+bursts_after_all_workers_sleep_complete(void **state)
+{
+	(void)state;
+	run_bursts(1);
+}
+
+static void
+bursts_from_several_threads_after_all_workers_sleep_complete(void **state)
+{
+	(void)state;
+	run_bursts(3);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Injector back-pressure                                                             */
+
+struct limited_producer {
+	heist_pool *pool;
+	struct hold *hold;
+	atomic_uint submitted;	/* submits that returned */
+	atomic_uint errors;
+	atomic_uint runs;
+};
+
+static void *
+limited_producer_main(void *arg)
+{
+	struct limited_producer *p = arg;
+
+	/* The first task holds the only worker; wait until it does, so that the worker
+	 * cannot have taken any other task with it. */
+	if (heist_submit(p->pool, hold_task, p->hold, NULL) != 0)
+		atomic_fetch_add(&p->errors, 1);
+	atomic_fetch_add(&p->submitted, 1);
+	while (atomic_load(&p->hold->entered) == 0)
+		nap(NAP_NS / 4);
+	for (int i = 1; i < 100; i++) {
+		if (heist_submit(p->pool, count_task, &p->runs, NULL) != 0)
+			atomic_fetch_add(&p->errors, 1);
+		atomic_fetch_add(&p->submitted, 1);
+	}
+	return NULL;
+}
+
+static void
+outside_submit_blocks_at_the_injector_limit(void **state)
+{
+	enum { LIMIT = 4 };
+	struct heist_config cfg = { .threads = 1, .injector_limit = LIMIT };
+	static struct hold h;
+	static struct limited_producer p;
+	heist_pool *pool = NULL;
+	pthread_t t;
+	size_t pending;
+	bool ok;
+
+	(void)state;
+	h = (struct hold){ 0 };
+	p = (struct limited_producer){ .hold = &h };
+	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
+	p.pool = pool;
+	assert_int_equal(pthread_create(&t, NULL, limited_producer_main, &p), 0);
+	POLL(ok, heist_pool_pending(pool) >= LIMIT);
+	assert_true(ok);
+	/* Give a producer that does not block the chance to run ahead. */
+	for (int i = 0; i < 50; i++) {
+		nap(2 * 1000 * 1000);
+		pending = heist_pool_pending(pool);
+		if (pending > LIMIT)
+			fail_msg("%zu tasks pending, limit %d", pending, LIMIT);
+	}
+	assert_int_equal(heist_pool_pending(pool), LIMIT);
+	assert_true(atomic_load(&p.submitted) <= LIMIT + 1);	/* + the gated one */
+	assert_int_equal(atomic_load(&p.runs), 0);
+	atomic_store(&h.open, 1);
+	pthread_join(t, NULL);
+	assert_int_equal(atomic_load(&p.submitted), 100);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&p.errors), 0);
+	assert_int_equal(atomic_load(&p.runs), 99);
+	assert_int_equal(atomic_load(&h.left), 1);
+}
+
+/* A task on the only worker submits more tasks than the limit: worker submits go to
+ * its own deque, so they must not block (blocking here could never end). */
+struct fan {
+	heist_pool *pool;
+	atomic_uint runs;
+	atomic_uint errors;
+};
+
+static int
+fan_out_task(void *arg)
+{
+	struct fan *fan = arg;
+
+	for (int i = 0; i < 100; i++)
+		if (heist_submit(fan->pool, count_task, &fan->runs, NULL) != 0)
+			atomic_fetch_add(&fan->errors, 1);
+	return 0;
+}
+
+static void
+worker_submits_do_not_block_at_the_injector_limit(void **state)
+{
+	struct heist_config cfg = { .threads = 1, .injector_limit = 2 };
+	static struct fan fan;
+	heist_future *f = NULL;
+
+	(void)state;
+	fan = (struct fan){ 0 };
+	assert_int_equal(heist_pool_create(&fan.pool, &cfg), 0);
+	assert_int_equal(heist_submit(fan.pool, fan_out_task, &fan, &f), 0);
+	assert_true(heist_future_wait_for(f, LONG_WAIT_NS));
+	assert_int_equal(heist_future_wait(f), 0);
+	heist_future_release(f);
+	heist_pool_destroy(fan.pool);
+	assert_int_equal(atomic_load(&fan.errors), 0);
+	assert_int_equal(atomic_load(&fan.runs), 100);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Out of memory                                                                      */
+
+/* A thread that has never submitted, with every allocation it makes failing, submits
+ * until a submit has to allocate (the worker is held, so no task record comes back
+ * for reuse): that submit must fail with ENOMEM and queue nothing. */
+enum { OOM_MAX = 1 << 16 };
+
+struct oom {
+	heist_pool *pool;
+	bool with_futures;
+	uintptr_t first_id;
+	heist_future **futs;
+	unsigned accepted;
+	int rc;
+	void *failed_out;
+	size_t pending_before, pending_after;
+	uint64_t failures;
+	int rc_after;
+	heist_future *f_after;
+};
+
+static void *
+oom_main(void *arg)
+{
+	struct oom *o = arg;
+
+	o->rc = 0;
+	fault_fail_all(FAULT_ALLOC, FAULT_THIS_THREAD);
+	for (unsigned i = 0; i < OOM_MAX; i++) {
+		heist_future *f = SENTINEL;
+		size_t before = heist_pool_pending(o->pool);
+		int rc = heist_submit(o->pool, id_task, (void *)(o->first_id + i),
+				      o->with_futures ? &f : NULL);
+		if (rc != 0) {
+			o->rc = rc;
+			o->failed_out = f;
+			o->pending_before = before;
+			o->pending_after = heist_pool_pending(o->pool);
+			break;
+		}
+		if (o->with_futures)
+			o->futs[o->accepted] = f;
+		o->accepted++;
+	}
+	o->failures = fault_disarm(FAULT_ALLOC);
+	/* Disarmed: the same thread can submit again. */
+	o->rc_after = heist_submit(o->pool, id_task, (void *)(o->first_id + OOM_MAX),
+				   &o->f_after);
+	return NULL;
+}
+
+static void
+submit_reports_enomem_and_the_pool_recovers(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	static struct hold h;
+	static struct oom o[2];
+	pthread_t t;
+	size_t queued = 0;
+
+	(void)state;
+	h = (struct hold){ 0 };
+	ids_alloc(2 * (OOM_MAX + 1));
+	hold_worker(pool, &h, NULL);
+	for (int k = 0; k < 2; k++) {
+		o[k] = (struct oom){ .pool = pool, .with_futures = k == 0,
+				     .first_id = (uintptr_t)k * (OOM_MAX + 1) };
+		o[k].futs = calloc(OOM_MAX, sizeof *o[k].futs);
+		assert_non_null(o[k].futs);
+		assert_int_equal(pthread_create(&t, NULL, oom_main, &o[k]), 0);
+		pthread_join(t, NULL);
+		if (o[k].rc == 0)
+			fail_msg("%d submits%s never allocated", OOM_MAX,
+				 k == 0 ? " with futures" : "");
+		assert_int_equal(o[k].rc, ENOMEM);
+		assert_true(o[k].failures >= 1);
+		if (k == 0)
+			assert_null(o[k].failed_out);
+		/* Nothing was queued by the failed submit (the worker is held). */
+		assert_int_equal(o[k].pending_before, queued + o[k].accepted);
+		assert_int_equal(o[k].pending_after, o[k].pending_before);
+		assert_int_equal(o[k].rc_after, 0);
+		queued += o[k].accepted + 1;
+		assert_int_equal(heist_pool_pending(pool), queued);
+	}
+	atomic_store(&h.open, 1);
+	for (int k = 0; k < 2; k++) {
+		for (unsigned i = 0; i < o[k].accepted && o[k].with_futures; i++) {
+			uintptr_t id = o[k].first_id + i;
+			assert_int_equal(heist_future_wait(o[k].futs[i]), (int)(id % 1000) + 1);
+			heist_future_release(o[k].futs[i]);
+		}
+		assert_int_equal(heist_future_wait(o[k].f_after),
+				 (int)((o[k].first_id + OOM_MAX) % 1000) + 1);
+		heist_future_release(o[k].f_after);
+	}
+	check_pool_works(pool);
+	heist_pool_destroy(pool);
+	for (int k = 0; k < 2; k++) {
+		uintptr_t first = o[k].first_id;
+		ids_expect(first, first + o[k].accepted, 1);
+		ids_expect(first + o[k].accepted, first + OOM_MAX, 0);	/* the failed one */
+		ids_expect(first + OOM_MAX, first + OOM_MAX + 1, 1);
+		free(o[k].futs);
+	}
+	ids_free();
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(outside_producers_run_each_task_once),
+		cmocka_unit_test(bursts_after_all_workers_sleep_complete),
+		cmocka_unit_test(bursts_from_several_threads_after_all_workers_sleep_complete),
+		cmocka_unit_test(outside_submit_blocks_at_the_injector_limit),
+		cmocka_unit_test(worker_submits_do_not_block_at_the_injector_limit),
+		cmocka_unit_test(submit_reports_enomem_and_the_pool_recovers),
+	};
+	return RUN_TESTS(tests);
+}
