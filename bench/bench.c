@@ -414,15 +414,17 @@ bench_check_sum(const char *what, const struct bench_job *j, uint64_t got, uint6
 			   ", expected 0x%016" PRIx64, what, j->impl, j->threads, got, want);
 }
 
-size_t
-bench_first_difference(const double *got, const double *want, size_t n)
+void
+bench_check_array(const char *what, const struct bench_job *j, const double *got,
+		  const double *want, size_t n, const char *cause)
 {
 	if (memcmp(got, want, n * sizeof got[0]) == 0)
-		return n;
+		return;
 	size_t i = 0;
 	while (i < n && memcmp(&got[i], &want[i], sizeof got[i]) == 0)
 		i++;
-	return i;
+	bench_fail("WRONG ANSWER: %s, %s with %u threads: [%zu] = %.17g, expected %.17g "
+		   "(%s)", what, j->impl, j->threads, i, got[i], want[i], cause);
 }
 
 struct variant *

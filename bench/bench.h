@@ -95,6 +95,14 @@ struct bench_answer {
 	uint64_t sum;		/* W3, W8: the checksum mod 2^64 */
 };
 
+/* A tree's answer (W3, W8): how many nodes, and their checksum. */
+static inline struct bench_answer
+bench_tree_answer(uint64_t count, uint64_t checksum)
+{
+	struct bench_answer a = { (long long)count, checksum };
+	return a;
+}
+
 /* A size: the rows' size column, and its numbers as its workload reads them (W4: n and
  * loops, W8: depth and payload, ...). */
 struct bench_param {
@@ -214,9 +222,11 @@ void bench_check(const char *workload, const char *impl, unsigned threads, long 
 /* The same for a checksum mod 2^64, printed in hex. */
 void bench_check_sum(const char *what, const struct bench_job *j, uint64_t got, uint64_t want);
 
-/* The first index at which got[] and want[] differ bit for bit, or n if they do not
- * (the array answers of W4, W5 and W7). */
-size_t bench_first_difference(const double *got, const double *want, size_t n);
+/* Fail loudly unless got[0..n) and want[0..n) are equal bit for bit (the array answers
+ * of W4, W5 and W7): what names the workload and size, cause says what a difference
+ * means. */
+void bench_check_array(const char *what, const struct bench_job *j, const double *got,
+		       const double *want, size_t n, const char *cause);
 
 /* The set's variant whose impl and threads match, or NULL. */
 struct variant *bench_find(struct bench_set *s, const char *impl, unsigned threads);

@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "peers.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum { NEST_BLOCKS = 10 };
@@ -44,12 +45,10 @@ static void
 check(const struct bench_job *j)
 {
 	const struct fe *f = j->in;
-	size_t i = bench_first_difference(f->a, f->ref, f->n);
-	if (i < f->n)
-		bench_fail("WRONG ANSWER: W4 for_each n=%zu x %u, %s with %u threads: "
-			   "a[%zu] = %.17g, expected %.17g (element skipped, done twice, "
-			   "or its write not visible)",
-			   f->n, f->reps, j->impl, j->threads, i, f->a[i], f->ref[i]);
+	char what[64];
+	snprintf(what, sizeof(what), "W4 for_each n=%zu x %u", f->n, f->reps);
+	bench_check_array(what, j, f->a, f->ref, f->n,
+			  "element skipped, done twice, or its write not visible");
 }
 
 /* One serial repetition, out of line so that each repetition stays one loop over the
@@ -99,13 +98,16 @@ inside_task(void *arg)
 	return loops(j, f->n, body, f->a);
 }
 
+/* Run task(j) on the pool, entering it from the main thread. */
 static void
-run_heist(struct bench_job *j)
+enter(struct bench_job *j, heist_fn task, const char *what)
 {
-	int err = heist_run(j->pool, inside_task, j);
+	int err = heist_run(j->pool, task, j);
 	if (err)
-		bench_fail("W4: heist_run of the loops returned %d", err);
+		bench_fail("W4: heist_run of the %s returned %d", what, err);
 }
+
+static void run_heist(struct bench_job *j) { enter(j, inside_task, "loops"); }
 
 /* heist-outside: the main thread (not a worker) calls heist_for_each each time. */
 static void
@@ -136,13 +138,7 @@ outer_body(void *arg, size_t begin, size_t end)
 
 static int nested_task(void *arg) { return loops(arg, NEST_BLOCKS, outer_body, arg); }
 
-static void
-run_heist_nested(struct bench_job *j)
-{
-	int err = heist_run(j->pool, nested_task, j);
-	if (err)
-		bench_fail("W4: heist_run of the nested loops returned %d", err);
-}
+static void run_heist_nested(struct bench_job *j) { enter(j, nested_task, "nested loops"); }
 
 static void
 run_peer(struct bench_job *j)

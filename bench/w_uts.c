@@ -48,8 +48,7 @@ uts_task(void *p)
 static void
 answer(struct bench_job *j, struct uts_result r)
 {
-	j->answer.value = (long long)r.nodes;
-	j->answer.sum = r.sum;
+	j->answer = bench_tree_answer(r.nodes, r.sum);
 }
 
 /* The size's p.a is the root seed. */

@@ -93,16 +93,14 @@ bool
 heist__job_take(struct heist_future *j)
 {
 	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
-	while ((s & FUT_MASK) == FUT_QUEUED) {	/* else cancelled while queued */
-		if (token_cancelled(j)) {
-			if (cancel_queued(j, &s))
-				return false;
-			continue;
-		}
+	while ((s & FUT_MASK) == FUT_QUEUED) {	/* else cancelled, or taken by another */
 		/* relaxed: the job's fields reached us through the queue's hand-off
-		 * (deque publish or injector link, release/acquire), and nothing else
-		 * is published through the state before RUNNING. A CAS because a
-		 * cancel may race us: exactly one of the two wins. */
+		 * (deque publish or injector link, release/acquire) or, for a waiter
+		 * that claims it, through the future its submitter handed it; nothing
+		 * else is published through the state before RUNNING. A CAS because a
+		 * cancel or a claim may race us: exactly one wins. Only the winner
+		 * reads the token (heist__job_token_cancelled): the loser may find it
+		 * freed by the winner's drop of the job's belongings. */
 		uint32_t keep = s & (FUT_WAITERS | FUT_CANCEL_ASKED);
 		if (atomic_compare_exchange_weak_explicit(&j->state, &s, keep | FUT_RUNNING,
 							  memory_order_relaxed,
@@ -110,6 +108,24 @@ heist__job_take(struct heist_future *j)
 			return true;
 	}
 	return false;
+}
+
+bool
+heist__job_token_cancelled(const struct heist_future *j)
+{
+	return token_cancelled(j);
+}
+
+void
+heist__job_cancel_taken(struct heist_future *j)
+{
+	/* release: pairs with the waiters' acquire loads. An exchange to read the
+	 * WAITERS bit, as in future.c's finish. FUT_TAKEN tells the queue processor
+	 * that the belongings are gone already. */
+	uint32_t old = atomic_exchange_explicit(&j->state, FUT_CANCELLED | FUT_TAKEN,
+						memory_order_release);
+	if (old & FUT_WAITERS)
+		heist__futex_wake(&j->state, INT_MAX);
 }
 
 HEIST_EXPORT void

@@ -23,11 +23,17 @@ struct heist_cancel {
 /* Take one more reference to a token the caller already holds. */
 void heist__cancel_acquire(struct heist_cancel *c);
 
-/* A worker takes job j from a queue. Returns true if it must run j now (j is RUNNING
- * from here on); false if j was cancelled, by its future before (it is CANCELLED
- * already) or by its token, checked now (then it becomes CANCELLED here and its
- * waiters are woken). Either way the caller still drops the queue's reference. */
+/* A worker takes job j, from a queue or by claiming it in a wait: QUEUED -> RUNNING.
+ * Returns true if it won j (then j's belongings are its own); false if j was
+ * cancelled (by its future) or another worker took it. */
 bool heist__job_take(struct heist_future *j);
+
+/* After a won take: whether j's token was cancelled, so that j must not run. */
+bool heist__job_token_cancelled(const struct heist_future *j);
+
+/* A won job that will not run (its token was cancelled): RUNNING -> CANCELLED, and
+ * wake its waiters. The caller drops its belongings first. */
+void heist__job_cancel_taken(struct heist_future *j);
 
 /* Make j the job heist_cancelled() answers for on this thread (NULL: none) and
  * return the previous one, to restore. A worker clears it around a spawned task it

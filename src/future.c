@@ -125,16 +125,29 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 	finish(j);
 }
 
+/* A job we won: run it, unless its token was cancelled before it could start. */
+static void
+run_won(struct heist_future *j, struct worker *w, bool from_queue)
+{
+	if (heist__job_token_cancelled(j)) {
+		drop_belongings(j);
+		heist__job_cancel_taken(j);
+		return;
+	}
+	run_taken(j, w, from_queue);
+}
+
 void
 heist__job_run(struct heist_future *j, struct worker *w)
 {
 	if (heist__job_take(j)) {
-		run_taken(j, w, true);
-	} else if ((atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) ==
-		   FUT_CANCELLED) {
-		/* relaxed: CANCELLED is final, and we hold the queue's reference. It
-		 * never ran, so what it holds is ours to drop; a job a waiter claimed
-		 * (RUNNING or DONE here) had its belongings dropped by that waiter. */
+		run_won(j, w, true);
+	} else if ((atomic_load_explicit(&j->state, memory_order_relaxed) &
+		    (FUT_MASK | FUT_TAKEN)) == FUT_CANCELLED) {
+		/* relaxed: CANCELLED is final, and we hold the queue's reference.
+		 * Cancelled by its future while queued, it never ran: what it holds is
+		 * ours to drop. A job that a waiter won (RUNNING, DONE, or CANCELLED with
+		 * FUT_TAKEN) had its belongings dropped by that waiter. */
 		drop_belongings(j);
 	}
 	heist__job_release(j);
@@ -143,13 +156,10 @@ heist__job_run(struct heist_future *j, struct worker *w)
 bool
 heist__job_claim(struct heist_future *j, struct worker *w)
 {
-	if (heist__job_take(j)) {
-		run_taken(j, w, false);
-		return true;
-	}
-	/* acquire: see heist__job_done. Cancelled by its token just now, or taken by
-	 * a worker meanwhile. */
-	return heist__job_done(j);
+	if (!heist__job_take(j))
+		return false;
+	run_won(j, w, false);
+	return true;
 }
 
 HEIST_EXPORT int

@@ -24,6 +24,7 @@ enum {
 	FUT_MASK = 3,
 	FUT_WAITERS = 4,
 	FUT_CANCEL_ASKED = 8,
+	FUT_TAKEN = 16,	/* with CANCELLED: a worker took it, then found its token cancelled */
 };
 
 /* refs: the queue's reference (1) plus REF_USER while the caller holds its future;
@@ -64,8 +65,9 @@ int heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size);
 void heist__job_run(struct heist_future *j, struct worker *w);
 
 /* A waiter on worker w runs j itself if it is still queued (wait.c): the queue entry
- * stays where it is, and heist__job_run skips it later. Returns whether j is done
- * now (it ran, or its token had cancelled it); false if it was no longer queued. */
+ * stays where it is, and heist__job_run skips it later. Returns whether it won j (j
+ * is done now: it ran, or its token had cancelled it); false if j was no longer
+ * queued. */
 bool heist__job_claim(struct heist_future *j, struct worker *w);
 
 /* Free a job that was never queued, with what it holds. */

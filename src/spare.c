@@ -33,18 +33,15 @@ heist__spares_init(struct spares *s, unsigned max)
 	s->alive = 0;
 	s->started = 0;
 	s->stopping = false;
-	s->nidle = 0;
-	s->slot = calloc(max ? max : 1, sizeof(*s->slot));
-	s->idle = calloc(max ? max : 1, sizeof(*s->idle));
-	int err = s->slot && s->idle ? pthread_mutex_init(&s->lock, NULL) : ENOMEM;
-	if (err) {
-		free(s->slot);
-		free(s->idle);
-		return err;
-	}
+	s->idle = -1;
+	if (!(s->slot = calloc(max ? max : 1, sizeof(*s->slot))))
+		return ENOMEM;
 	for (unsigned k = 0; k < max; k++)
 		atomic_init(&s->slot[k].word, SPARE_WAITING);
-	return 0;
+	int err = pthread_mutex_init(&s->lock, NULL);
+	if (err)
+		free(s->slot);
+	return err;
 }
 
 void
@@ -52,7 +49,18 @@ heist__spares_fini(struct spares *s)
 {
 	pthread_mutex_destroy(&s->lock);
 	free(s->slot);
-	free(s->idle);
+}
+
+/* Under the lock: take spare k off the idle list. */
+static void
+unlist_idle(struct spares *s, unsigned k)
+{
+	for (int *p = &s->idle; *p >= 0; p = &s->slot[*p].next_idle) {
+		if (*p == (int)k) {
+			*p = s->slot[k].next_idle;
+			return;
+		}
+	}
 }
 
 static struct worker *
@@ -73,7 +81,8 @@ retire(struct spares *s, unsigned k)
 	s->slot[k].state = SPARE_IDLE;
 	/* relaxed: the word is read under the lock once we wake. */
 	atomic_store_explicit(&s->slot[k].word, SPARE_WAITING, memory_order_relaxed);
-	s->idle[s->nidle++] = k;
+	s->slot[k].next_idle = s->idle;
+	s->idle = (int)k;
 	return true;
 }
 
@@ -94,13 +103,8 @@ wait_for_call(struct spares *s, unsigned k)
 	pthread_mutex_lock(&s->lock);
 	bool called = s->slot[k].state == SPARE_RUNNING;
 	if (!called) {
-		/* Timed out (or stopping) before anyone called: leave the idle stack. */
-		for (unsigned i = 0; i < s->nidle; i++) {
-			if (s->idle[i] == k) {
-				s->idle[i] = s->idle[--s->nidle];
-				break;
-			}
-		}
+		/* Timed out (or stopping) before anyone called: leave the idle list. */
+		unlist_idle(s, k);
 		s->slot[k].state = SPARE_EXITED;
 		s->alive--;
 	}
@@ -141,90 +145,125 @@ spare_main(void *arg)
 	return NULL;
 }
 
-/* Under the lock: start a spare thread in slot k (FREE or EXITED). */
-static bool
-start(struct heist_pool *pool, unsigned k)
+/* A spare to start, chosen under the lock and started after it: creating or joining a
+ * thread (a 64 MiB stack mapping, an exit) should not hold every park and stats call. */
+struct launch {
+	int k;			/* the slot, or -1: nothing to start */
+	bool join_old;		/* a thread exited there and is not joined yet */
+	pthread_t old;
+};
+
+/* Under the lock: reserve slot k (FREE or EXITED) for a new spare thread. */
+static struct launch
+reserve(struct heist_pool *pool, unsigned k)
 {
 	struct spares *s = &pool->spares;
 	struct spare *sp = &s->slot[k];
-	if (sp->joinable) {
-		/* It exited (EXITED is set just before it returns): join it now. */
-		pthread_join(sp->thread, NULL);
-		sp->joinable = false;
-	}
+	struct launch l = {.k = -1, .join_old = sp->joinable, .old = sp->thread};
 	if (k >= atomic_load_explicit(&s->hw, memory_order_relaxed)) {
 		/* First use: the slot's deque and buffers, then let thieves see it.
 		 * Slots are used in order, so this is slot hw. */
 		if (heist__pool_slot_init(pool, pool->slots + k))
-			return false;
-		/* release: the slot is ready before a thief that sees hw visits it. */
-		atomic_store_explicit(&s->hw, k + 1, memory_order_release);
+			return l;	/* no memory: no spare */
+		/* seq_cst (so release): the slot is ready before a thief that sees hw
+		 * visits it; see heist__spares_slots. */
+		atomic_store_explicit(&s->hw, k + 1, memory_order_seq_cst);
 	}
-	pthread_attr_t attr;
-	if (pthread_attr_init(&attr))
-		return false;
-	int err = pthread_attr_setstacksize(&attr, pool->stack_size);
+	l.k = (int)k;
+	sp->joinable = false;
+	sp->launching = true;
 	sp->state = SPARE_RUNNING;
-	if (!err)
-		err = pthread_create(&sp->thread, &attr, spare_main, spare_worker(pool, k));
-	pthread_attr_destroy(&attr);
-	if (err) {
-		sp->state = k < atomic_load_explicit(&s->hw, memory_order_relaxed) ? SPARE_EXITED
-										  : SPARE_FREE;
-		return false;
-	}
-	sp->joinable = true;
+	atomic_fetch_add_explicit(&s->active, 1, memory_order_relaxed);
 	s->alive++;
 	s->started++;
-	return true;
+	return l;
 }
 
-/* Under the lock: one more spare, if the bound allows. An idle one first. */
+/* Outside the lock: start the reserved spare; undo the reservation if we cannot. */
 static void
+launch(struct heist_pool *pool, struct launch l)
+{
+	struct spares *s = &pool->spares;
+	struct spare *sp = &s->slot[l.k];
+	if (l.join_old)
+		pthread_join(l.old, NULL);	/* it set EXITED just before it returned */
+	pthread_attr_t attr;
+	int err = pthread_attr_init(&attr);
+	if (!err) {
+		err = pthread_attr_setstacksize(&attr, pool->stack_size);
+		if (!err)
+			err = pthread_create(&sp->thread, &attr, spare_main,
+					     spare_worker(pool, (unsigned)l.k));
+		pthread_attr_destroy(&attr);
+	}
+	pthread_mutex_lock(&s->lock);
+	if (err) {
+		atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);
+		s->alive--;
+		s->started--;
+		sp->state = SPARE_EXITED;	/* free to try again, nothing to join */
+	} else {
+		sp->joinable = true;	/* read under the lock by the next reserve */
+	}
+	sp->launching = false;	/* the slot may be reused once its thread exits */
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Under the lock: one more spare, if the bound allows. An idle one is called at once;
+ * a new one is reserved, for the caller to launch once it has dropped the lock. */
+static struct launch
 call_one(struct heist_pool *pool)
 {
 	struct spares *s = &pool->spares;
-	if (s->nidle) {
-		unsigned k = s->idle[--s->nidle];
+	if (s->idle >= 0) {
+		unsigned k = (unsigned)s->idle;
+		s->idle = s->slot[k].next_idle;
 		s->slot[k].state = SPARE_RUNNING;
 		atomic_fetch_add_explicit(&s->active, 1, memory_order_relaxed);
 		/* release: pairs with the acquire load in wait_for_call. */
 		atomic_store_explicit(&s->slot[k].word, SPARE_CALLED, memory_order_release);
 		heist__futex_wake(&s->slot[k].word, 1);
-		return;
+		return (struct launch){.k = -1};
 	}
 	for (unsigned k = 0; k < s->max; k++) {
 		int st = s->slot[k].state;
-		if (st != SPARE_FREE && st != SPARE_EXITED)
-			continue;
-		if (start(pool, k))
-			atomic_fetch_add_explicit(&s->active, 1, memory_order_relaxed);
-		return;	/* one try: a failure (no memory, no thread) means no spare now */
+		if (!s->slot[k].launching && (st == SPARE_FREE || st == SPARE_EXITED))
+			return reserve(pool, k);	/* one try: failing means no spare now */
 	}
+	return (struct launch){.k = -1};
+}
+
+/* A worker parks (delta 1) or wakes (-1). A park calls a spare if the pool runs
+ * fewer than it has workers parked; a wake leaves it to a surplus spare to retire. */
+static void
+count_parked(struct heist_pool *pool, int delta)
+{
+	struct spares *s = &pool->spares;
+	if (!s->max)
+		return;
+	struct launch l = {.k = -1};
+	pthread_mutex_lock(&s->lock);
+	/* relaxed: under the lock, like every change of these counters. */
+	unsigned parked = atomic_fetch_add_explicit(&s->parked, (unsigned)delta,
+						    memory_order_relaxed) + (unsigned)delta;
+	if (delta > 0 && !s->stopping &&
+	    atomic_load_explicit(&s->active, memory_order_relaxed) < parked)
+		l = call_one(pool);
+	pthread_mutex_unlock(&s->lock);
+	if (l.k >= 0)
+		launch(pool, l);
 }
 
 void
 heist__spare_park(struct heist_pool *pool)
 {
-	struct spares *s = &pool->spares;
-	if (!s->max)
-		return;
-	pthread_mutex_lock(&s->lock);
-	unsigned parked = atomic_fetch_add_explicit(&s->parked, 1, memory_order_relaxed) + 1;
-	if (!s->stopping && atomic_load_explicit(&s->active, memory_order_relaxed) < parked)
-		call_one(pool);
-	pthread_mutex_unlock(&s->lock);
+	count_parked(pool, 1);
 }
 
 void
 heist__spare_unpark(struct heist_pool *pool)
 {
-	struct spares *s = &pool->spares;
-	if (!s->max)
-		return;
-	pthread_mutex_lock(&s->lock);
-	atomic_fetch_sub_explicit(&s->parked, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&s->lock);
+	count_parked(pool, -1);
 }
 
 void
@@ -233,8 +272,7 @@ heist__spares_join(struct heist_pool *pool)
 	struct spares *s = &pool->spares;
 	pthread_mutex_lock(&s->lock);
 	s->stopping = true;
-	for (unsigned i = 0; i < s->nidle; i++) {
-		unsigned k = s->idle[i];
+	for (int k = s->idle; k >= 0; k = s->slot[k].next_idle) {
 		/* release: as in call_one; the spare finds itself not called and exits. */
 		atomic_store_explicit(&s->slot[k].word, SPARE_CALLED, memory_order_release);
 		heist__futex_wake(&s->slot[k].word, 1);

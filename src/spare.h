@@ -22,6 +22,8 @@ struct spare {
 	_Atomic uint32_t word;
 	int state;			/* SPARE_FREE ... SPARE_EXITED, under the lock */
 	bool joinable;			/* a thread was started here and not yet joined */
+	bool launching;			/* reserved; its thread is being created */
+	int next_idle;			/* the idle list's link, under the lock; -1: end */
 	pthread_t thread;
 };
 
@@ -30,8 +32,8 @@ struct spares {
 	 * whether they are surplus, where a stale value costs one more look. */
 	CACHE_ALIGNED _Atomic unsigned parked;	/* workers parked in waits */
 	_Atomic unsigned active;		/* spares running the worker loop */
-	/* Slots whose deque exists: thieves visit n+1 .. n+hw. Raised with release
-	 * after the slot is ready; read with acquire (heist__spares_slots). */
+	/* Slots whose deque exists: thieves visit n+1 .. n+hw. Raised after the slot
+	 * is ready; seq_cst both ways (heist__spares_slots). */
 	_Atomic unsigned hw;
 
 	pthread_mutex_t lock;
@@ -40,8 +42,7 @@ struct spares {
 	uint64_t started;		/* threads ever started */
 	bool stopping;			/* teardown: idle spares exit */
 	struct spare *slot;		/* max of them */
-	unsigned *idle;			/* indices of idle spares, a stack */
-	unsigned nidle;
+	int idle;			/* the idle spares, latest first; -1: none */
 };
 
 /* Tests only: how long an idle spare thread waits to be called before it exits. */
@@ -61,13 +62,18 @@ void heist__spare_unpark(struct heist_pool *pool);
 static inline unsigned
 heist__spares_slots(struct spares *s)
 {
-	/* acquire: pairs with the release store that raises hw after the slot's
-	 * deque is initialized. */
-	return atomic_load_explicit(&s->hw, memory_order_acquire);
+	/* seq_cst, so acquire: pairs with the store that raises hw after the slot's
+	 * deque is initialized. seq_cst so that the sleep protocol's last look
+	 * (sleep.h), which reads hw after its seq_cst fence, is in the same total
+	 * order as a new spare's first publish: it cannot miss a slot whose publish
+	 * came before its look. (x86 loads are the same either way.) */
+	return atomic_load_explicit(&s->hw, memory_order_seq_cst);
 }
 
-/* A spare with an empty deque asks whether the pool still needs it. relaxed: see
- * struct spares; the retirement itself re-checks under the lock. */
+/* A spare with an empty deque asks whether the pool still needs it. relaxed: a stale
+ * answer costs one task run by a spare, or one more look; and coherence alone makes a
+ * look that follows an acquire (a take from the injector, say) see every unpark that
+ * happened before the hand-off it acquired. The retirement re-checks under the lock. */
 static inline bool
 heist__spare_surplus(struct spares *s)
 {

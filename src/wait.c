@@ -16,8 +16,8 @@
  * Nothing else: not the injector, not other deques, not the worker's own older tasks.
  * When it can help with nothing for a while it parks on X's word, looking again every
  * PARK_NS, and a spare thread stands in for it while other work waits (spare.h). A
- * timed wait helps only by running X itself, so it overruns its deadline by at most
- * X's own length.
+ * timed wait runs nothing at all, not even X (whose completion may depend on what the
+ * waiting frame does after its deadline): it parks, and returns by its deadline.
  *
  * Any other thread spins briefly, then sleeps on the future's futex. */
 #include "wait.h"
@@ -94,30 +94,32 @@ runner_of(const struct awaited *a, int64_t *floor)
 	return r;
 }
 
-/* Claim the awaited job if it is still queued in our own pool. */
+/* Claim the awaited job if it is still queued. relaxed: a peek; heist__job_claim's
+ * CAS decides. */
 static bool
 claim(struct worker *w, struct heist_future *j)
 {
-	/* relaxed: a peek; heist__job_claim's CAS decides. The pool was set before
-	 * the job was queued, and we hold its future. */
-	if (j->task.pool != w->pool ||
-	    (atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) != FUT_QUEUED)
-		return false;
-	heist__job_claim(j, w);
-	return true;
+	return (atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) ==
+		       FUT_QUEUED &&
+	       heist__job_claim(j, w);
 }
 
-/* One step of the rule above. Returns whether it ran (or moved) something. */
+/* One step of the rule above. Returns whether it ran (or moved) something. A timed
+ * wait runs nothing: even the awaited job may need the waiting frame to go on after
+ * its deadline (to cancel it, say), so it may not be buried under that frame. */
 static bool
 help(struct worker *w, const struct awaited *a, bool timed)
 {
+	/* A job of another pool runs on that pool's workers, and its runner may belong
+	 * to a pool that is gone once the job is done: touch nothing but its state.
+	 * The pool was set before the job was queued, and we hold its future. */
+	if (timed || (a->job && a->job->task.pool != w->pool))
+		return false;
 	if (a->job && claim(w, a->job))
 		return true;
-	if (timed)
-		return false;	/* a timed wait runs nothing but the awaited job */
 	int64_t floor = 0;
 	struct worker *runner = runner_of(a, &floor);
-	if (!runner || runner == w || runner->pool != w->pool)
+	if (!runner || runner == w)
 		return false;
 	for (int i = 0; i < HELP_RETRIES; i++) {
 		struct task *x;
@@ -142,23 +144,33 @@ help(struct worker *w, const struct awaited *a, bool timed)
 	return false;
 }
 
-/* Sleep on the awaited task's word for at most timeout_ns unless it is done. relaxed
- * CASes: the mark only asks the finisher for a wake, and the kernel's compare of the
- * word orders our sleep against the finisher's exchange. */
+/* The value of job j's state word to sleep on, with FUT_WAITERS set so that the
+ * finisher wakes us; 0 if j is done, or the word changed under us (look again).
+ * relaxed: the bit only asks for a wake; the kernel's compare of the word orders the
+ * sleep against the finisher's exchange, which reads the bit. */
+static uint32_t
+sleep_word(struct heist_future *j, uint32_t s)
+{
+	if ((s & FUT_MASK) >= FUT_DONE)
+		return 0;
+	if (!(s & FUT_WAITERS) &&
+	    !atomic_compare_exchange_strong_explicit(&j->state, &s, s | FUT_WAITERS,
+						     memory_order_relaxed, memory_order_relaxed))
+		return 0;
+	return s | FUT_WAITERS;
+}
+
+/* Sleep on the awaited task's word for at most timeout_ns unless it is done. For a
+ * spawned task the mark is TASK_SLEEPER, which the thief's exchange reads (relaxed
+ * CAS, for the reason given at sleep_word). */
 static void
 nap(const struct awaited *a, uint64_t timeout_ns)
 {
 	if (a->job) {
-		struct heist_future *j = a->job;
-		uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
-		if ((s & FUT_MASK) >= FUT_DONE)
-			return;
-		if (!(s & FUT_WAITERS) &&
-		    !atomic_compare_exchange_strong_explicit(&j->state, &s, s | FUT_WAITERS,
-							     memory_order_relaxed,
-							     memory_order_relaxed))
-			return;	/* it changed: look again */
-		heist__futex_wait(&j->state, s | FUT_WAITERS, timeout_ns);
+		uint32_t v = sleep_word(a->job, atomic_load_explicit(&a->job->state,
+								     memory_order_relaxed));
+		if (v)
+			heist__futex_wait(&a->job->state, v, timeout_ns);
 		return;
 	}
 	uint32_t s = TASK_PENDING;
@@ -282,15 +294,12 @@ block(struct heist_future *j, uint64_t deadline_ns)
 				return false;
 			timeout = deadline_ns - now;
 		}
-		/* relaxed: as in nap. */
-		if (!(s & FUT_WAITERS) &&
-		    !atomic_compare_exchange_weak_explicit(&j->state, &s, s | FUT_WAITERS,
-							   memory_order_relaxed,
-							   memory_order_relaxed))
+		uint32_t v = sleep_word(j, s);
+		if (!v)
 			continue;	/* it changed: look again */
-		/* The kernel sleeps only while the word still reads s | WAITERS; the
-		 * finishing exchange changes it and then sees WAITERS and wakes us. */
-		heist__futex_wait(&j->state, s | FUT_WAITERS, timeout);
+		/* The kernel sleeps only while the word still reads v; the finishing
+		 * exchange changes it and then sees WAITERS and wakes us. */
+		heist__futex_wait(&j->state, v, timeout);
 	}
 }
 

@@ -100,6 +100,15 @@ take_injector(struct worker *w)
 	size_t k = heist__injector_take(&pool->injector, batch, want);
 	if (!k)
 		return NULL;
+	if (heist__worker_is_spare(w) && heist__spare_surplus(&pool->spares)) {
+		/* Asked again after the take, whose acquire orders this look after
+		 * whatever the submitter saw: a worker that has stopped waiting since
+		 * no longer needs us, and gets these. */
+		for (size_t i = 0; i < k; i++)
+			heist__injector_requeue(&pool->injector, batch[i]);
+		heist__sleep_notify(&pool->sleep);
+		return NULL;
+	}
 	counter_add(&w->stats.injector_pops, k);
 	/* Pushed newest first, so that our own LIFO pops keep the injector's order. */
 	for (size_t i = k - 1; i >= 1; i--) {
@@ -181,32 +190,34 @@ loop_done(struct worker *w)
 	       (heist__worker_is_spare(w) && heist__spare_surplus(&pool->spares));
 }
 
-/* The main loop's source of tasks. NULL when the loop should end (loop_done). */
+/* The main loop's source of tasks. NULL when the loop should end (loop_done). A spare
+ * asks before it takes anything new, so that a surplus one retires rather than take
+ * work a worker would have (its heist_worker_index() is -1). */
 static struct task *
 next_task(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
 	struct task *t = heist__worker_pop(w);
-	if (!t)
-		t = take_injector(w);
 	if (t)
 		return t;
 	heist__worker_flush_done(w);
 	if (loop_done(w))
 		return NULL;
+	if ((t = take_injector(w)))
+		return t;
 	heist__sleep_start_search(&pool->sleep);
 	for (;;) {
 		for (unsigned round = 0; round < pool->spin; round++) {
+			if (loop_done(w)) {
+				stop_searching(pool);
+				return NULL;
+			}
 			t = take_injector(w);
 			if (!t)
 				t = heist__steal_round(w);
 			if (t) {
 				stop_searching(pool);
 				return t;
-			}
-			if (loop_done(w)) {
-				stop_searching(pool);
-				return NULL;
 			}
 			heist__backoff_long(round, pool->spin / 2);
 		}

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "heist/heist.h"
+#include "common.h"	/* fib_spawn, fib_serial */
 
 enum {
 	THREADS = 3,		/* outside threads per round */
@@ -75,47 +75,13 @@ nap_us(unsigned us)
 
 /* ---- fork-join and loops, with known answers ---- */
 
-struct fib {
-	int n;
-	long r;
-};
-
-static int
-fib_task(void *arg)
-{
-	struct fib *f = arg;
-	if (f->n < 2) {
-		f->r = f->n;
-		return 0;
-	}
-	struct fib a = {f->n - 1, 0}, b = {f->n - 2, 0};
-	heist_task t;
-	heist_spawn(&t, fib_task, &a);
-	int rc = fib_task(&b);
-	rc |= heist_sync(&t);
-	f->r = a.r + b.r;
-	return rc;
-}
-
-static long
-fib_exact(int n)
-{
-	long a = 0, b = 1;
-	for (int i = 0; i < n; i++) {
-		long c = a + b;
-		a = b;
-		b = c;
-	}
-	return a;
-}
-
-/* Run fib(n) as fork-join; 0 if the answer is right. */
+/* Run fib(n) as fork-join (common.h's fib_spawn); 0 if the answer is right. */
 static int
 check_fib(int n)
 {
 	struct fib f = {n, 0};
-	int rc = fib_task(&f);
-	return rc ? rc : f.r == fib_exact(n) ? 0 : -100;
+	int rc = fib_spawn(&f);
+	return rc ? rc : f.r == fib_serial(n) ? 0 : -100;
 }
 
 struct visits {
@@ -285,8 +251,8 @@ step(struct player *p)
 	case 6: {	/* fork-join entered from outside */
 		int n = (int)pick(&p->rng, FIB_MAX);
 		struct fib f = {n, 0};
-		int rc = heist_run(r->pool[pick(&p->rng, 2)], fib_task, &f);
-		if (rc || f.r != fib_exact(n))
+		int rc = heist_run(r->pool[pick(&p->rng, 2)], fib_spawn, &f);
+		if (rc || f.r != fib_serial(n))
 			FAIL("heist_run fib(%d): rc %d, %ld", n, rc, f.r);
 		break;
 	}

@@ -74,13 +74,29 @@ private_tasks_cannot_be_stolen(void **state)
 	assert_null(heist__deque_pop(dq));
 }
 
+/* Push items 0..n-1 and publish them all. */
+static void
+push_public(struct deque *dq, uintptr_t n)
+{
+	for (uintptr_t i = 0; i < n; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	heist__deque_publish(dq, 0);
+}
+
+/* The next steal takes item i. */
+static void
+steal_expect(struct deque *dq, uintptr_t i)
+{
+	struct task *t = NULL;
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
+	assert_ptr_equal(t, item(i));
+}
+
 static void
 steal_is_fifo(void **state)
 {
 	struct deque *dq = *state;
-	for (uintptr_t i = 0; i < 6; i++)
-		assert_int_equal(heist__deque_push(dq, item(i)), 0);
-	heist__deque_publish(dq, 0);
+	push_public(dq, 6);
 	struct task *t;
 	for (uintptr_t i = 0; i < 3; i++) {
 		assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
@@ -153,18 +169,14 @@ static void
 steal_above_takes_only_at_or_above_the_floor(void **state)
 {
 	struct deque *dq = *state;
-	for (uintptr_t i = 0; i < 4; i++)
-		assert_int_equal(heist__deque_push(dq, item(i)), 0);
-	heist__deque_publish(dq, 0);
+	push_public(dq, 4);
 	struct task *t = NULL;
 	/* Items 0 and 1 are below floor 2: not the helper's to take. */
 	assert_int_equal(heist__deque_steal_above(dq, 2, keep_yes, NULL, &t, &hazards[0]),
 			 STEAL_EMPTY);
 	assert_int_equal(heist__deque_size(dq), 4);
-	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
-	assert_ptr_equal(t, item(0));
-	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
-	assert_ptr_equal(t, item(1));
+	steal_expect(dq, 0);
+	steal_expect(dq, 1);
 	/* The top is at the floor now, but the awaited task is done: nothing taken. */
 	assert_int_equal(heist__deque_steal_above(dq, 2, keep_no, NULL, &t, &hazards[0]),
 			 STEAL_EMPTY);

@@ -2,7 +2,8 @@
  * hung before the waiting rule (a job that waits in heist_sync or heist_future_wait
  * while jobs queued behind it wait for it), with and without spare threads; spares
  * that stand in while workers are parked, stay within their bound and go away when
- * idle; timed waits on a worker that run nothing but the awaited job; timeouts too
+ * idle; timed waits on a worker that run nothing, not even the awaited job (the
+ * reviewer's shape: a frame that cancels what it waited for); timeouts too
  * large to add to the clock; pools destroyed while another pool's task, and an outside
  * for_each body, are blocked; deque growth and spare creation without memory or
  * threads; and misuse (a sync of a record never spawned, a future released twice, a
@@ -135,17 +136,28 @@ x_task(void *arg)
 	return 0;
 }
 
-/* Run one shape on a two-worker pool with the given spare bound; checks that every X
- * and Z finish, and returns the pool's statistics from before the destroy. */
-static struct heist_stats
-run_shape(bool through_future, unsigned max_spares)
+/* How to run a shape on a two-worker pool. */
+struct shape_run {
+	bool through_future;	/* else through heist_sync */
+	unsigned max_spares;
+	bool no_threads;	/* every pthread_create fails once the workers run */
+	bool spare_must_come;	/* poll until a spare stands in, rather than nap */
+	bool spares_must_go;	/* at the end, poll until every spare has exited */
+	struct heist_stats during;	/* out: the pool's statistics while Z waited */
+};
+
+/* Run one shape; checks that every X and Z finish, and that Z's worker ran no X. */
+static void
+run_shape(struct shape_run *r)
 {
 	struct shape s = {.z_worker = -2};
-	s.pool = make_spare_pool(2, max_spares);
+	s.pool = make_spare_pool(2, r->max_spares);
 	heist_future *fz = NULL, *fx[WAITERS] = {0};
 	bool ok;
 
-	if (through_future) {
+	if (r->no_threads)
+		fault_fail_all(FAULT_THREAD, FAULT_ANY_THREAD);
+	if (r->through_future) {
 		assert_int_equal(heist_submit(s.pool, y_hold, &s, &s.y), 0);
 		POLL(ok, atomic_load(&s.hold.entered) == 1);	/* Y holds one worker */
 		assert_true(ok);
@@ -157,11 +169,25 @@ run_shape(bool through_future, unsigned max_spares)
 	}
 	atomic_store(&s.z, fz);
 	POLL(ok, atomic_load(&s.z_waiting));
-	assert_true(ok);
+	if (!ok) {
+		struct heist_stats st = stats_of(s.pool);
+		fail_msg("Z never reached its wait (%s shape): hold entered %d, Z on worker "
+			 "%d, pending %zu, executed %llu, sleeps %llu, wakes %llu, parks %llu",
+			 r->through_future ? "future" : "sync", atomic_load(&s.hold.entered),
+			 atomic_load(&s.z_worker), heist_pool_pending(s.pool),
+			 (unsigned long long)st.executed, (unsigned long long)st.sleeps,
+			 (unsigned long long)st.wakes, (unsigned long long)st.parks);
+	}
 	for (int i = 0; i < WAITERS; i++)
 		assert_int_equal(heist_submit(s.pool, x_task, &s, &fx[i]), 0);
-	nap(20 * 1000 * 1000);	/* a chance for Z's worker to take an X while it waits */
-	struct heist_stats during = stats_of(s.pool);
+	if (r->spare_must_come) {
+		/* Something holds a worker, Z parks, the X jobs are queued: a spare. */
+		POLL(ok, stats_of(s.pool).spares > 0);
+		assert_true(ok);
+	} else {
+		nap(20 * 1000 * 1000);	/* a chance for Z's worker to take an X */
+	}
+	r->during = stats_of(s.pool);
 	atomic_store(&s.hold.open, true);
 
 	assert_int_equal(watched_wait(fz), 0);
@@ -174,6 +200,14 @@ run_shape(bool through_future, unsigned max_spares)
 		assert_int_equal(watched_wait(s.y), 7);
 		heist_future_release(s.y);
 	}
+	if (r->no_threads) {
+		fault_disarm(FAULT_THREAD);
+		assert_int_equal(stats_of(s.pool).spares_started, 0);
+	}
+	if (r->spares_must_go) {
+		POLL(ok, stats_of(s.pool).spares == 0);	/* idle for the keep-alive */
+		assert_true(ok);
+	}
 	heist_pool_destroy(s.pool);
 	assert_int_equal(atomic_load(&s.x_done), WAITERS);
 	assert_int_equal(atomic_load(&s.x_bad), 0);
@@ -181,30 +215,31 @@ run_shape(bool through_future, unsigned max_spares)
 	assert_int_equal(atomic_load(&s.x_on_z_worker), 0);
 	/* Spares too have a thread index within the pool's range. */
 	assert_int_equal(atomic_load(&s.bad_thread_index), 0);
-	return during;
 }
 
 static void
 job_waiting_in_sync_is_not_buried_by_its_waiters(void **state)
 {
 	(void)state;
-	run_shape(false, 0);
+	run_shape(&(struct shape_run){.through_future = false});
 }
 
 static void
 job_waiting_on_a_future_is_not_buried_by_its_waiters(void **state)
 {
 	(void)state;
-	run_shape(true, 0);
+	run_shape(&(struct shape_run){.through_future = true});
 }
 
 static void
 shapes_complete_without_spare_threads(void **state)
 {
 	(void)state;
-	struct heist_stats a = run_shape(false, HEIST_SPARES_NONE);
-	struct heist_stats b = run_shape(true, HEIST_SPARES_NONE);
-	assert_int_equal(a.spares_started + b.spares_started, 0);
+	for (int via = 0; via < 2; via++) {
+		struct shape_run r = {.through_future = via, .max_spares = HEIST_SPARES_NONE};
+		run_shape(&r);
+		assert_int_equal(r.during.spares_started, 0);
+	}
 }
 
 /* While Z's worker is parked and X jobs wait in the injector, a spare stands in: the X
@@ -215,10 +250,12 @@ spares_stand_in_for_parked_workers_within_their_bound(void **state)
 {
 	(void)state;
 	enum { BOUND = 2 };
-	struct heist_stats s = run_shape(true, BOUND);
-	assert_true(s.parks > 0);
-	assert_true(s.spares_started > 0);
-	assert_true(s.spares <= BOUND);
+	struct shape_run r = {.through_future = true, .max_spares = BOUND,
+			      .spare_must_come = true};
+	run_shape(&r);
+	assert_true(r.during.parks > 0);
+	assert_true(r.during.spares_started > 0);
+	assert_true(r.during.spares <= BOUND);
 }
 
 static void
@@ -227,35 +264,18 @@ idle_spares_go_away(void **state)
 	(void)state;
 	uint64_t keep = heist__spare_keepalive_ns;
 	heist__spare_keepalive_ns = 10 * 1000 * 1000;	/* 10 ms */
-	struct shape s = {.z_worker = -2};
-	s.pool = make_spare_pool(2, 0);
-	heist_future *fz, *fx[WAITERS];
-	bool ok;
-
-	assert_int_equal(heist_submit(s.pool, y_hold, &s, &s.y), 0);
-	POLL(ok, atomic_load(&s.hold.entered) == 1);
-	assert_true(ok);
-	assert_int_equal(heist_submit(s.pool, z_future, &s, &fz), 0);
-	atomic_store(&s.z, fz);
-	POLL(ok, atomic_load(&s.z_waiting));
-	assert_true(ok);
-	for (int i = 0; i < WAITERS; i++)
-		assert_int_equal(heist_submit(s.pool, x_task, &s, &fx[i]), 0);
-	/* Y holds one worker, Z parks on it, the X jobs are queued: spares must come. */
-	POLL(ok, stats_of(s.pool).spares > 0);
-	assert_true(ok);
-	atomic_store(&s.hold.open, true);
-	for (int i = 0; i < WAITERS; i++) {
-		assert_int_equal(watched_wait(fx[i]), 0);
-		heist_future_release(fx[i]);
-	}
-	assert_int_equal(watched_wait(fz), 0);
-	heist_future_release(fz);
-	heist_future_release(s.y);
-	POLL(ok, stats_of(s.pool).spares == 0);	/* idle for the keep-alive: gone */
-	assert_true(ok);
-	heist_pool_destroy(s.pool);
+	run_shape(&(struct shape_run){.through_future = true, .spare_must_come = true,
+				      .spares_must_go = true});
 	heist__spare_keepalive_ns = keep;
+}
+
+/* Spares cannot start (every pthread_create fails): the shapes still complete. */
+static void
+shapes_complete_when_spares_cannot_start(void **state)
+{
+	(void)state;
+	for (int via = 0; via < 2; via++)
+		run_shape(&(struct shape_run){.through_future = via, .no_threads = true});
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -322,46 +342,57 @@ timed_wait_on_a_worker_runs_no_other_job(void **state)
 	heist_pool_destroy(other);
 }
 
-struct claim {
+/* The reviewer's shape: X waits 10 ms for F, then cancels it; F runs until it is
+ * cancelled. Had X's worker run F inside the timed wait (F is queued in X's pool, and
+ * nobody else can run it), F would sit on top of X forever. */
+struct timed_cancel {
 	heist_pool *pool;
 	pthread_t waiter;
-	atomic_int same_thread;
-	atomic_int done;
+	atomic_int f_ran_on_waiter;
+	atomic_int timed_out;
+	atomic_int result;
 };
 
 static int
-claimed_job(void *arg)
+until_cancelled(void *arg)
 {
-	struct claim *c = arg;
-	atomic_store(&c->same_thread, pthread_equal(pthread_self(), c->waiter) ? 1 : 0);
-	return 5;
+	struct timed_cancel *c = arg;
+	if (pthread_equal(pthread_self(), c->waiter))
+		atomic_store(&c->f_ran_on_waiter, 1);
+	bool ok;
+	POLL(ok, heist_cancelled());
+	return ok ? 0 : -1;
 }
 
 static int
-claim_waiter(void *arg)
+wait_then_cancel(void *arg)
 {
-	struct claim *c = arg;
+	struct timed_cancel *c = arg;
 	heist_future *f;
 	c->waiter = pthread_self();
-	if (heist_submit(c->pool, claimed_job, c, &f))
+	if (heist_submit(c->pool, until_cancelled, c, &f))
 		return -1;
-	/* The only worker is here: the job is queued, and the wait runs it. */
-	bool done = heist_future_wait_for(f, WATCHDOG_NS);
-	int r = heist_future_wait(f);
+	atomic_store(&c->timed_out, !heist_future_wait_for(f, 10 * 1000 * 1000));
+	heist_future_cancel(f);
+	atomic_store(&c->result, heist_future_wait(f));
 	heist_future_release(f);
-	atomic_store(&c->done, done && r == 5);
 	return 0;
 }
 
 static void
-timed_wait_on_a_worker_runs_the_awaited_job_itself(void **state)
+timed_wait_on_a_worker_runs_not_even_the_awaited_job(void **state)
 {
 	(void)state;
-	struct claim c = {.same_thread = -1};
+	struct timed_cancel c = {.result = -2};
 	c.pool = make_spare_pool(1, HEIST_SPARES_NONE);
-	assert_int_equal(heist_run(c.pool, claim_waiter, &c), 0);
-	assert_int_equal(atomic_load(&c.done), 1);
-	assert_int_equal(atomic_load(&c.same_thread), 1);
+	heist_future *x;
+	assert_int_equal(heist_submit(c.pool, wait_then_cancel, &c, &x), 0);
+	assert_int_equal(watched_wait(x), 0);
+	heist_future_release(x);
+	assert_int_equal(atomic_load(&c.timed_out), 1);
+	assert_int_equal(atomic_load(&c.f_ran_on_waiter), 0);
+	/* Cancelled while still queued: it never ran. */
+	assert_int_equal(atomic_load(&c.result), ECANCELED);
 	heist_pool_destroy(c.pool);
 }
 
@@ -557,48 +588,16 @@ first_growth_without_memory_runs_children_inline(void **state)
 	heist_pool_destroy(pool);
 }
 
-/* Spares cannot start (every pthread_create fails): the shapes still complete. */
-static void
-shapes_complete_when_spares_cannot_start(void **state)
-{
-	(void)state;
-	struct shape s = {.z_worker = -2};
-	s.pool = make_spare_pool(2, 0);
-	heist_future *fz, *fx[WAITERS];
-	bool ok;
-	fault_fail_all(FAULT_THREAD, FAULT_ANY_THREAD);	/* after the workers started */
-	assert_int_equal(heist_submit(s.pool, y_hold, &s, &s.y), 0);
-	POLL(ok, atomic_load(&s.hold.entered) == 1);
-	assert_true(ok);
-	assert_int_equal(heist_submit(s.pool, z_future, &s, &fz), 0);
-	atomic_store(&s.z, fz);
-	POLL(ok, atomic_load(&s.z_waiting));
-	assert_true(ok);
-	for (int i = 0; i < WAITERS; i++)
-		assert_int_equal(heist_submit(s.pool, x_task, &s, &fx[i]), 0);
-	nap(20 * 1000 * 1000);
-	atomic_store(&s.hold.open, true);
-	for (int i = 0; i < WAITERS; i++) {
-		assert_int_equal(watched_wait(fx[i]), 0);
-		heist_future_release(fx[i]);
-	}
-	assert_int_equal(watched_wait(fz), 0);
-	heist_future_release(fz);
-	heist_future_release(s.y);
-	fault_disarm(FAULT_THREAD);
-	assert_int_equal(stats_of(s.pool).spares_started, 0);
-	heist_pool_destroy(s.pool);
-}
-
 /* ---------------------------------------------------------------------------------- */
 /* Misuse aborts with a message                                                       */
 
-/* Run fn in a forked child; expect it to abort, with `what` in its stderr. */
+/* In a forked child, create a one-worker pool and hand it to misuse; expect the child
+ * to abort, with `what` in its stderr. */
 static void
-expect_abort(void (*fn)(void), const char *what)
+expect_abort(void (*misuse)(heist_pool *), const char *what)
 {
 #ifdef TEST_TSAN
-	(void)fn;
+	(void)misuse;
 	(void)what;
 	skip();	/* ThreadSanitizer does not follow a multi-threaded fork well */
 #else
@@ -608,9 +607,12 @@ expect_abort(void (*fn)(void), const char *what)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		struct heist_config cfg = {.threads = 1};
+		heist_pool *pool;
 		dup2(fds[1], STDERR_FILENO);
 		close(fds[0]);
-		fn();
+		if (heist_pool_create(&pool, &cfg) == 0)
+			misuse(pool);
 		_exit(0);	/* it did not abort */
 	}
 	close(fds[1]);
@@ -640,12 +642,9 @@ sync_unspawned(void *arg)
 }
 
 static void
-misuse_sync_unspawned(void)
+misuse_sync_unspawned(heist_pool *pool)
 {
-	heist_pool *pool;
-	struct heist_config cfg = {.threads = 1};
-	if (heist_pool_create(&pool, &cfg) == 0)
-		heist_run(pool, sync_unspawned, NULL);
+	heist_run(pool, sync_unspawned, NULL);
 }
 
 #ifndef NDEBUG
@@ -660,24 +659,17 @@ sync_twice(void *arg)
 }
 
 static void
-misuse_sync_twice(void)
+misuse_sync_twice(heist_pool *pool)
 {
-	heist_pool *pool;
-	struct heist_config cfg = {.threads = 1};
-	if (heist_pool_create(&pool, &cfg) == 0)
-		heist_run(pool, sync_twice, NULL);
+	heist_run(pool, sync_twice, NULL);
 }
 #endif
 
 static void
-misuse_release_twice(void)
+misuse_release_twice(heist_pool *pool)
 {
-	heist_pool *pool;
-	struct heist_config cfg = {.threads = 1};
 	static struct hold hold;
 	heist_future *f, *queued;
-	if (heist_pool_create(&pool, &cfg))
-		return;
 	heist_submit(pool, hold_task, &hold, &f);	/* occupies the worker */
 	heist_submit(pool, leaf, NULL, &queued);	/* stays queued */
 	heist_future_release(queued);
@@ -685,12 +677,8 @@ misuse_release_twice(void)
 }
 
 static void
-misuse_destroy_twice(void)
+misuse_destroy_twice(heist_pool *pool)
 {
-	heist_pool *pool;
-	struct heist_config cfg = {.threads = 1};
-	if (heist_pool_create(&pool, &cfg))
-		return;
 	heist_pool_destroy(pool);
 	heist_pool_destroy(pool);
 }
@@ -737,7 +725,7 @@ main(void)
 		cmocka_unit_test(spares_stand_in_for_parked_workers_within_their_bound),
 		cmocka_unit_test(idle_spares_go_away),
 		cmocka_unit_test(timed_wait_on_a_worker_runs_no_other_job),
-		cmocka_unit_test(timed_wait_on_a_worker_runs_the_awaited_job_itself),
+		cmocka_unit_test(timed_wait_on_a_worker_runs_not_even_the_awaited_job),
 		cmocka_unit_test(huge_timeouts_mean_forever),
 		cmocka_unit_test(destroying_a_pool_waits_for_nothing_of_other_pools),
 		cmocka_unit_test(first_growth_without_memory_runs_children_inline),

@@ -201,8 +201,10 @@ HEIST_EXPORT int heist_future_wait(heist_future *f);
  * @returns true if the task is done (heist_future_wait then returns at once), false on
  *          timeout or if f is NULL.
  * A timeout too large to add to the current time (UINT64_MAX, say) means forever. On a
- * worker the only task it runs meanwhile is the awaited one, if still queued in its
- * pool, so it returns within the timeout plus, at most, that task's own run.
+ * worker it runs nothing meanwhile, not even the awaited task (which may need the
+ * caller to go on after the deadline, to cancel it say): it parks, a spare thread may
+ * stand in, and it returns by its deadline. So on a pool with no other free thread
+ * the awaited task may not start before the deadline; heist_future_wait runs it.
  * @since 0.1
  */
 HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
