@@ -3,7 +3,9 @@
  * it are still queued; a future's own cancel; the check a worker makes when it takes a
  * job (a job cancelled while queued never runs); and heist_cancelled(), which a
  * running job polls. The job's state machine is future.h's: QUEUED -> RUNNING -> DONE,
- * or QUEUED -> CANCELLED, the only transition made here. */
+ * or QUEUED -> CANCELLED (a future's cancel), or QUEUED -> RUNNING -> CANCELLED (a
+ * token found cancelled by the worker that took the job); the cancellations are made
+ * here, the take itself is inline in cancel.h. */
 #include "cancel.h"
 
 #include <errno.h>
@@ -13,16 +15,7 @@
 #include "futex.h"
 #include "future.h"
 
-/* The job this thread is running, for heist_cancelled. */
-static __thread struct heist_future *current_job __attribute__((tls_model("initial-exec")));
-
-struct heist_future *
-heist__current_job_swap(struct heist_future *j)
-{
-	struct heist_future *old = current_job;
-	current_job = j;
-	return old;
-}
+__thread struct heist_future *heist__current_job __attribute__((tls_model("initial-exec")));
 
 HEIST_EXPORT int
 heist_cancel_create(heist_cancel **out)
@@ -57,7 +50,7 @@ heist_cancel_release(heist_cancel *c)
 HEIST_EXPORT void
 heist_cancel_request(heist_cancel *c)
 {
-	/* release: pairs with the acquire loads in token_cancelled. */
+	/* release: pairs with the acquire load in heist__job_token_cancelled. */
 	if (c)
 		atomic_store_explicit(&c->requested, true, memory_order_release);
 }
@@ -66,13 +59,6 @@ HEIST_EXPORT bool
 heist_cancel_requested(const heist_cancel *c)
 {
 	return c && atomic_load_explicit((_Atomic bool *)&c->requested, memory_order_acquire);
-}
-
-static bool
-token_cancelled(const struct heist_future *j)
-{
-	/* acquire: pairs with the release store in heist_cancel_request. */
-	return j->token && atomic_load_explicit(&j->token->requested, memory_order_acquire);
 }
 
 /* One attempt to move a queued job, whose state was *s, to CANCELLED; on failure *s
@@ -87,33 +73,6 @@ cancel_queued(struct heist_future *j, uint32_t *s)
 	if (*s & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
 	return true;
-}
-
-bool
-heist__job_take(struct heist_future *j)
-{
-	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
-	while ((s & FUT_MASK) == FUT_QUEUED) {	/* else cancelled, or taken by another */
-		/* relaxed: the job's fields reached us through the queue's hand-off
-		 * (deque publish or injector link, release/acquire) or, for a waiter
-		 * that claims it, through the future its submitter handed it; nothing
-		 * else is published through the state before RUNNING. A CAS because a
-		 * cancel or a claim may race us: exactly one wins. Only the winner
-		 * reads the token (heist__job_token_cancelled): the loser may find it
-		 * freed by the winner's drop of the job's belongings. */
-		uint32_t keep = s & (FUT_WAITERS | FUT_CANCEL_ASKED);
-		if (atomic_compare_exchange_weak_explicit(&j->state, &s, keep | FUT_RUNNING,
-							  memory_order_relaxed,
-							  memory_order_relaxed))
-			return true;
-	}
-	return false;
-}
-
-bool
-heist__job_token_cancelled(const struct heist_future *j)
-{
-	return token_cancelled(j);
 }
 
 void
@@ -147,9 +106,9 @@ heist_future_cancel(heist_future *f)
 HEIST_EXPORT bool
 heist_cancelled(void)
 {
-	struct heist_future *j = current_job;
+	struct heist_future *j = heist__current_job;
 	/* relaxed: see heist_future_cancel. */
 	return j && ((atomic_load_explicit(&j->state, memory_order_relaxed) &
 		      FUT_CANCEL_ASKED) ||
-		     token_cancelled(j));
+		     heist__job_token_cancelled(j));
 }
