@@ -72,6 +72,7 @@ cancel_queued(struct heist_future *j, uint32_t *s)
 		return false;
 	if (*s & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
+	heist__job_finalized(j);
 	return true;
 }
 
@@ -85,6 +86,7 @@ heist__job_cancel_taken(struct heist_future *j)
 						memory_order_release);
 	if (old & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
+	heist__job_finalized(j);
 }
 
 HEIST_EXPORT void

@@ -33,7 +33,7 @@ heist__job_new(heist_fn fn, void *arg, bool with_future)
 	atomic_init(&j->refs, with_future ? 1 + REF_USER : 1);
 	atomic_init(&j->runner, NULL);
 	j->token = NULL;
-	j->heap_copy = NULL;
+	atomic_init(&j->thens, NULL);
 	return j;
 }
 
@@ -42,9 +42,10 @@ heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size)
 {
 	void *dst = j->inline_copy;
 	if (size > sizeof(j->inline_copy)) {
-		dst = j->heap_copy = malloc(size);
-		if (!dst)
+		if (!(dst = malloc(size)))
 			return ENOMEM;
+		/* relaxed: before the job is queued, whose hand-off publishes it. */
+		atomic_fetch_or_explicit(&j->refs, REF_HEAP, memory_order_relaxed);
 	}
 	if (size)
 		memcpy(dst, arg, size);
@@ -56,8 +57,9 @@ heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size)
 static void
 drop_belongings(struct heist_future *j)
 {
-	free(j->heap_copy);
-	j->heap_copy = NULL;
+	/* relaxed: the flag was set before the job was queued. */
+	if (atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_HEAP)
+		free(j->task.arg);
 	if (j->token) {
 		heist_cancel_release(j->token);
 		j->token = NULL;
@@ -84,11 +86,43 @@ void
 heist__job_release(struct heist_future *j)
 {
 	/* acq_rel: the last owner frees the record after every other owner's use. */
-	if (atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) == 1)
+	if ((atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) & ~REF_FLAGS) == 1)
 		job_free(j);
 }
 
-/* RUNNING -> DONE, and wake sleepers. */
+bool
+heist__job_then(struct heist_future *j, struct heist__then *node)
+{
+	/* acquire on the load and on failure: a CLOSED list means the job is final,
+	 * and its final state (stored before the close, release) must be visible to
+	 * the caller, which then fires node itself. release on success: node's fields
+	 * reach the finisher, which takes the list with acquire. */
+	struct heist__then *head = atomic_load_explicit(&j->thens, memory_order_acquire);
+	do {
+		if (head == THENS_CLOSED)
+			return false;
+		node->next = head;
+	} while (!atomic_compare_exchange_weak_explicit(&j->thens, &head, node,
+							memory_order_release,
+							memory_order_acquire));
+	return true;
+}
+
+void
+heist__job_finalized(struct heist_future *j)
+{
+	/* acq_rel: acquire, to see the nodes the pushers released; release, so that a
+	 * pusher that finds the list closed sees the final state stored before. */
+	struct heist__then *n = atomic_exchange_explicit(&j->thens, THENS_CLOSED,
+							 memory_order_acq_rel);
+	while (n) {
+		struct heist__then *next = n->next;	/* n may be gone once fired */
+		n->fire(n, j);
+		n = next;
+	}
+}
+
+/* RUNNING -> DONE, wake sleepers, and run what waits for the job. */
 static void
 finish(struct heist_future *j)
 {
@@ -99,6 +133,7 @@ finish(struct heist_future *j)
 	uint32_t old = atomic_exchange_explicit(&j->state, FUT_DONE, memory_order_release);
 	if (old & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
+	heist__job_finalized(j);
 }
 
 /* Run a job that heist__job_take gave us. Its belongings go before it is marked
@@ -205,6 +240,6 @@ heist_future_release(heist_future *f)
 		      stderr);
 		abort();
 	}
-	if (old == REF_USER)
+	if ((old & ~REF_FLAGS) == REF_USER)
 		job_free(f);
 }

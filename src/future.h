@@ -27,9 +27,25 @@ enum {
 	FUT_TAKEN = 16,	/* with CANCELLED: a worker took it, then found its token cancelled */
 };
 
-/* refs: the queue's reference (1) plus REF_USER while the caller holds its future;
- * the record is freed when both are gone. */
+/* refs: a count of references (the queue's 1, and one for each when_all waiting on it
+ * or continuation list holding it) plus REF_USER while the caller holds its future;
+ * the record is freed when none is left. Two flags ride along, set before the job is
+ * queued and never cleared: REF_HEAP, task.arg is heist_submit_copy's heap copy;
+ * REF_EPOCH, the job was admitted in an odd idle epoch (submit.c). */
 #define REF_USER ((uint32_t)1 << 31)
+#define REF_HEAP ((uint32_t)1 << 30)
+#define REF_EPOCH ((uint32_t)1 << 29)
+#define REF_FLAGS (REF_HEAP | REF_EPOCH)
+
+/* Something to do once a job is final (DONE or CANCELLED): a continuation to queue,
+ * a when_all or a group to tell (then.c, group.c). Lives in the record or structure
+ * of whoever waits; linked into the job's `thens` until the job is final. */
+struct heist__then {
+	struct heist__then *next;
+	/* Called once, on the thread that made j final, after the final state is
+	 * stored; j is alive (that thread holds a reference) until it returns. */
+	void (*fire)(struct heist__then *self, struct heist_future *j);
+};
 
 struct heist_future {
 	/* task.state == TASK_JOB; result in task.result; task.pool is the pool it was
@@ -45,9 +61,14 @@ struct heist_future {
 	 * thief, so that the job's waiters may help it (wait.c). NULL until then. */
 	_Atomic(struct worker *) runner;
 	struct heist_cancel *token;	/* a reference, or NULL (cancel.c) */
-	void *heap_copy;		/* heist_submit_copy's argument when it did not fit */
+	/* What to do once final: a stack of struct heist__then, or THENS_CLOSED once
+	 * the job is final (every node pushed before that is fired, later ones are
+	 * fired by their pusher). */
+	struct heist__then *_Atomic thens;
 	_Alignas(16) unsigned char inline_copy[JOB_INLINE_COPY];
 };
+
+#define THENS_CLOSED ((struct heist__then *)1)
 
 static_assert(sizeof(struct heist_future) <= RECORD_BYTES, "a job fits its record");
 
@@ -73,8 +94,25 @@ bool heist__job_claim(struct heist_future *j, struct worker *w);
 /* Free a job that was never queued, with what it holds. */
 void heist__job_discard(struct heist_future *j);
 
-/* Drop the queue's reference; the last reference returns the record to its cache. */
+/* Drop one counted reference (the queue's, say); the last reference returns the record
+ * to its cache. */
 void heist__job_release(struct heist_future *j);
+
+/* Take one more counted reference to a job the caller already holds one to. */
+static inline void
+heist__job_ref(struct heist_future *j)
+{
+	/* relaxed: the caller's own reference keeps the record alive meanwhile. */
+	atomic_fetch_add_explicit(&j->refs, 1, memory_order_relaxed);
+}
+
+/* The job reached its final state (the caller stored it, and holds a reference):
+ * run what waits for that (struct heist__then). */
+void heist__job_finalized(struct heist_future *j);
+
+/* Have node fired when j is final. Returns false, without linking it, if j is final
+ * already: then the caller fires it itself, or does what firing would do. */
+bool heist__job_then(struct heist_future *j, struct heist__then *node);
 
 static inline bool
 heist__job_done(const struct heist_future *j)

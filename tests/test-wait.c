@@ -75,10 +75,19 @@ struct shape {
 	atomic_int bad_thread_index;	/* heist_thread_index() out of its range */
 };
 
+static int
+noop(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
 /* heist_sync shape: a for_each of two indices in Z. Z splits off index 1, which the
- * idle worker steals (Z publishes a split at once while a worker is idle) and holds;
- * Z runs index 0, which returns only once the thief has index 1, so Z's sync of it
- * always finds it stolen, and waits. */
+ * other worker steals and holds; Z runs index 0, which returns only once the thief has
+ * index 1, so Z's sync of it always finds it stolen, and waits. Index 0 first submits
+ * a job from the worker, which publishes its deque, index 1 included: a split is
+ * published at once only if a worker is idle when it is made, and the other one may
+ * not have started searching yet (it would then ask, and Z, polling, never answer). */
 static int
 shape_body(void *arg, size_t b, size_t e)
 {
@@ -87,9 +96,9 @@ shape_body(void *arg, size_t b, size_t e)
 		if (i == 1) {
 			hold_pass(&s->hold);
 		} else {
-			bool ok;
+			bool submitted = heist_submit(s->pool, noop, NULL, NULL) == 0, ok;
 			POLL(ok, atomic_load(&s->hold.entered) == 1);
-			atomic_store(&s->z_waiting, ok);	/* Z syncs next */
+			atomic_store(&s->z_waiting, submitted && ok);	/* Z syncs next */
 		}
 	}
 	return 0;
