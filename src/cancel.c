@@ -89,6 +89,16 @@ heist__job_cancel_taken(struct heist_future *j)
 	heist__job_finalized(j);
 }
 
+bool
+heist__job_cancel_queued(struct heist_future *j)
+{
+	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
+	while ((s & FUT_MASK) == FUT_QUEUED)
+		if (cancel_queued(j, &s))
+			return true;
+	return false;
+}
+
 HEIST_EXPORT void
 heist_future_cancel(heist_future *f)
 {

@@ -56,6 +56,10 @@ heist__job_token_cancelled(const struct heist_future *j)
 	return j->token && atomic_load_explicit(&j->token->requested, memory_order_acquire);
 }
 
+/* Cancel j if it is still queued (QUEUED -> CANCELLED, waking its waiters and firing
+ * its list). Returns whether this call cancelled it. */
+bool heist__job_cancel_queued(struct heist_future *j);
+
 /* A won job that will not run (its token was cancelled): RUNNING -> CANCELLED, and
  * wake its waiters. The caller drops its belongings first. */
 void heist__job_cancel_taken(struct heist_future *j);

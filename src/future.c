@@ -44,8 +44,7 @@ heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size)
 	if (size > sizeof(j->inline_copy)) {
 		if (!(dst = malloc(size)))
 			return ENOMEM;
-		/* relaxed: before the job is queued, whose hand-off publishes it. */
-		atomic_fetch_or_explicit(&j->refs, REF_HEAP, memory_order_relaxed);
+		heist__job_set_flag(j, REF_HEAP, true);
 	}
 	if (size)
 		memcpy(dst, arg, size);
@@ -88,6 +87,24 @@ heist__job_release(struct heist_future *j)
 	/* acq_rel: the last owner frees the record after every other owner's use. */
 	if ((atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) & ~REF_FLAGS) == 1)
 		job_free(j);
+}
+
+void
+heist__job_complete(struct heist_future *j, int r)
+{
+	j->task.result = r;	/* read only by those who see DONE, after this */
+	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
+	while ((s & FUT_MASK) == FUT_QUEUED) {
+		/* release: publishes the result; pairs with the waiters' acquire. */
+		if (atomic_compare_exchange_weak_explicit(&j->state, &s, FUT_DONE,
+							  memory_order_release,
+							  memory_order_relaxed)) {
+			if (s & FUT_WAITERS)
+				heist__futex_wake(&j->state, INT_MAX);
+			heist__job_finalized(j);
+			return;
+		}
+	}
 }
 
 bool

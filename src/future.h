@@ -31,11 +31,14 @@ enum {
  * or continuation list holding it) plus REF_USER while the caller holds its future;
  * the record is freed when none is left. Two flags ride along, set before the job is
  * queued and never cleared: REF_HEAP, task.arg is heist_submit_copy's heap copy;
- * REF_EPOCH, the job was admitted in an odd idle epoch (submit.c). */
+ * REF_EPOCH, the job was admitted in an odd idle epoch (submit.c). A third,
+ * REF_UNQUEUED, marks a job that may not run yet (a continuation whose antecedent is
+ * not done, a when_all future, which never runs): no waiter may claim it (then.c). */
 #define REF_USER ((uint32_t)1 << 31)
 #define REF_HEAP ((uint32_t)1 << 30)
 #define REF_EPOCH ((uint32_t)1 << 29)
-#define REF_FLAGS (REF_HEAP | REF_EPOCH)
+#define REF_UNQUEUED ((uint32_t)1 << 28)
+#define REF_FLAGS (REF_HEAP | REF_EPOCH | REF_UNQUEUED)
 
 /* Something to do once a job is final (DONE or CANCELLED): a continuation to queue,
  * a when_all or a group to tell (then.c, group.c). Lives in the record or structure
@@ -98,6 +101,32 @@ void heist__job_discard(struct heist_future *j);
  * to its cache. */
 void heist__job_release(struct heist_future *j);
 
+/* The idle epoch the job was admitted in (submit.c), 0 or 1. relaxed: the flag is
+ * set before the job is queued, and never changes. */
+static inline unsigned
+heist__job_epoch(const struct heist_future *j)
+{
+	return (atomic_load_explicit((_Atomic uint32_t *)&j->refs, memory_order_relaxed) &
+		REF_EPOCH) != 0;
+}
+
+/* Set or clear flag bits of refs before anyone else can see the job (before it is
+ * queued, before the caller gets its future): a load and a store, no read-modify-
+ * write. relaxed: the queue's hand-off publishes them. */
+static inline void
+heist__job_set_flag(struct heist_future *j, uint32_t flag, bool on)
+{
+	uint32_t r = atomic_load_explicit(&j->refs, memory_order_relaxed);
+	atomic_store_explicit(&j->refs, on ? r | flag : r & ~flag, memory_order_relaxed);
+}
+
+/* Before the job is queued: admit it in epoch e (parity). */
+static inline void
+heist__job_set_epoch(struct heist_future *j, unsigned e)
+{
+	heist__job_set_flag(j, REF_EPOCH, e & 1);
+}
+
 /* Take one more counted reference to a job the caller already holds one to. */
 static inline void
 heist__job_ref(struct heist_future *j)
@@ -105,6 +134,10 @@ heist__job_ref(struct heist_future *j)
 	/* relaxed: the caller's own reference keeps the record alive meanwhile. */
 	atomic_fetch_add_explicit(&j->refs, 1, memory_order_relaxed);
 }
+
+/* A job that never runs (a when_all future): QUEUED -> DONE with result r, waking its
+ * waiters and firing its list, unless its own future cancelled it first. */
+void heist__job_complete(struct heist_future *j, int r);
 
 /* The job reached its final state (the caller stored it, and holds a reference):
  * run what waits for that (struct heist__then). */

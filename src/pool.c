@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "futex.h"
+#include "future.h"
 #include "probe.h"
 #include "submit.h"
 
@@ -51,6 +52,20 @@ unregister_pool(struct heist_pool *pool)
 }
 
 int
+heist__pool_submit_if_alive(struct heist_pool *pool, struct heist_future *j)
+{
+	/* Under the registry's lock destroy cannot begin (it unregisters first), and
+	 * once the submit has entered, destroy waits for the job (submit.c). */
+	pthread_mutex_lock(&registry_lock);
+	struct heist_pool *p = registry;
+	while (p && p != pool)
+		p = p->next_live;
+	int err = p ? heist__submit_queue(pool, j) : ESHUTDOWN;
+	pthread_mutex_unlock(&registry_lock);
+	return err;
+}
+
+int
 heist__pool_slot_init(struct heist_pool *pool, unsigned i)
 {
 	struct worker *w = &pool->workers[i];
@@ -87,6 +102,7 @@ pool_free(struct heist_pool *pool, unsigned inited)
 		free_slot(&pool->workers[i]);
 	heist__spares_fini(&pool->spares);
 	heist__sleep_fini(&pool->sleep);
+	pthread_mutex_destroy(&pool->idle_lock);
 	heist__topology_free(pool->topo);
 	free(pool->hazards);
 	free(pool->workers);
@@ -150,6 +166,11 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
 	heist__injector_init(&pool->injector, cfg->injector_limit);
 	pool->profile = HEIST_PROFILER && cfg->profile;
+	pool->on_start = cfg->on_worker_start;
+	pool->on_stop = cfg->on_worker_stop;
+	pool->hook_ctx = cfg->hook_ctx;
+	if (pthread_mutex_init(&pool->idle_lock, NULL))
+		goto fail_lock;
 	pool->workers = aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * pool->slots_max);
 	pool->hazards = aligned_alloc(CACHE_LINE, sizeof(*pool->hazards) * pool->slots_max);
 	if (!pool->workers || !pool->hazards)
@@ -174,6 +195,8 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	}
 	return pool;
 fail:
+	pthread_mutex_destroy(&pool->idle_lock);
+fail_lock:
 	free(pool->hazards);
 	free(pool->workers);
 	free(pool);
@@ -291,7 +314,8 @@ HEIST_EXPORT int
 heist_pool_worker_stats(const heist_pool *pool, unsigned index,
 			struct heist_worker_stats *out)
 {
-	if (!pool || !out || index >= pool->n)
+	/* Every slot: the workers, the guest, the spares (zeros if never used). */
+	if (!pool || !out || index >= pool->slots_max)
 		return EINVAL;
 	read_worker(&pool->workers[index], out);
 	return 0;

@@ -29,6 +29,9 @@ struct heist_pool {
 	size_t stack_size;
 	char name[16];
 	bool profile;			/* every worker has a profile buffer */
+	void (*on_start)(void *ctx, unsigned index);	/* heist_config's hooks */
+	void (*on_stop)(void *ctx, unsigned index);
+	void *hook_ctx;
 
 	struct topology *topo;
 	_Atomic uint32_t started;	/* workers past their start-up; create waits */
@@ -42,12 +45,17 @@ struct heist_pool {
 	 * argues the drain. Submitters add at once; workers subtract in batches
 	 * (done_unflushed) when they run out of work, so the count is never below the
 	 * truth and reaches 0 only when everything has run. */
-	CACHE_ALIGNED _Atomic uint64_t live;
-	_Atomic uint32_t drain_seq;	/* destroy sleeps on it while live > 0 */
+	CACHE_ALIGNED _Atomic uint64_t live[2];	/* per idle epoch (submit.c) */
+	_Atomic uint32_t drain_seq;	/* destroy and idle waiters sleep on it */
 	/* Threads inside heist__pool_leave. A thread that is not a worker may be
 	 * the one that brings live to 0, and it still touches the pool after that:
 	 * destroy waits until this is 0 too before it frees anything. */
 	_Atomic uint32_t finishing;
+	/* heist_pool_wait_idle (submit.c): outside admissions count in
+	 * live[epoch & 1]; waiters move it on, one at a time, under idle_lock. */
+	_Atomic uint32_t epoch;
+	_Atomic uint32_t idle_waiters;
+	pthread_mutex_t idle_lock;
 
 	/* Read by submitters and workers, written once each by destroy. */
 	CACHE_ALIGNED _Atomic bool shutting;	/* outside submits get ESHUTDOWN */
@@ -78,6 +86,11 @@ heist__worker_is_spare(const struct worker *w)
 {
 	return w->index > w->pool->n;
 }
+
+/* Queue job j on pool if the pool is still alive (not destroyed, not being
+ * destroyed): for threads that hold no reference that keeps it so. 0, ESHUTDOWN, or
+ * ENOMEM; on error j is left to the caller. */
+int heist__pool_submit_if_alive(struct heist_pool *pool, struct heist_future *j);
 
 /* Set up slot i's record: its deque, its profile buffer, its victims. 0 or ENOMEM. */
 int heist__pool_slot_init(struct heist_pool *pool, unsigned i);

@@ -338,9 +338,11 @@ heist_profile_worker_report(heist_pool *pool, unsigned index,
 	int err = check(pool);
 	if (err)
 		return err;
-	if (!out || index >= pool->n)
+	if (!out || index >= pool->slots_max)
 		return EINVAL;
-	return report(pool, index, index + 1, out);
+	/* A spare slot never used has no buffers: an empty report. */
+	unsigned last = index < heist__pool_slots_used(pool) ? index + 1 : index;
+	return report(pool, index, last, out);
 }
 
 HEIST_EXPORT int

@@ -126,6 +126,7 @@ spare_main(void *arg)
 		 suffix);
 	pthread_setname_np(pthread_self(), name);
 	heist__self = w;
+	heist__worker_hook(w, true);
 	for (;;) {
 		heist__worker_loop(w);	/* until the pool stops or has no need of us */
 		pthread_mutex_lock(&s->lock);
@@ -141,6 +142,7 @@ spare_main(void *arg)
 		if (stop || (retired && !wait_for_call(s, k)))
 			break;
 	}
+	heist__worker_hook(w, false);
 	heist__self = NULL;
 	return NULL;
 }

@@ -1,36 +1,51 @@
 /* submit.c - how a job gets into a pool and how the pool knows when all of them are
  * out: the public submit calls (plain, copied, with a token), routing (a worker's own
- * deque, or the injector from any other thread), and the `live` count that
- * heist_pool_destroy drains.
+ * deque, or the injector from any other thread), the `live` count that
+ * heist_pool_destroy drains, and heist_pool_wait_idle.
  *
  * The drain argument. `live` counts the jobs accepted and not yet finished, and the
- * guests inside the pool (an outside heist_for_each). Destroy sets `shutting`, then
- * waits for live to be 0; it frees the pool only after that.
+ * guests inside the pool (an outside heist_for_each), in two counters, one per idle
+ * epoch (below); "live is 0" means both are. Destroy sets `shutting`, then waits for
+ * live to be 0; it frees the pool only after that.
  * (1) A thread that is not a worker enters (heist__pool_enter: an outside submit, a
- *     guest) by adding 1 to live and then loading shutting, both seq_cst, and leaves
- *     again at once if it is set.
- * (2) Destroy stores shutting and then loads live, both seq_cst.
+ *     guest) by adding 1 to one counter and then loading shutting, both seq_cst, and
+ *     leaves again at once if it is set.
+ * (2) Destroy stores shutting and then loads both counters, all seq_cst.
  *     In the single total order of seq_cst operations, either (1)'s load follows
  *     (2)'s store, and the entrant sees shutting and backs out, or (1)'s add precedes
- *     (2)'s load, and destroy sees the entrant counted and waits for it. So destroy
- *     never frees a pool that a thread it did not wait for has entered.
+ *     (2)'s load of that counter, and destroy sees the entrant counted and waits for
+ *     it. So destroy never frees a pool that a thread it did not wait for has entered.
  * (3) A worker's submit needs no handshake: it runs inside a job (or a guest's loop)
- *     that is itself counted and not yet finished, so live > 0 until after its add;
- *     the add may be relaxed because it is ordered before the later subtraction of the
- *     enclosing job on the same variable. Such submits are accepted during the drain,
- *     as heist.h promises, and drained too.
- * (4) A leave subtracts with seq_cst and then loads shutting (seq_cst). The leave that
- *     brings live to 0 either sees shutting and wakes destroy, or comes before
- *     destroy's store in the total order, and then destroy's load of live sees 0 and
- *     it never sleeps. Destroy reads drain_seq before live, so a wake between its load
- *     and its futex wait changes the word and the wait returns at once.
+ *     that is itself counted and not yet finished, so live > 0 until after its add,
+ *     whichever counter it adds to; the add may be relaxed because the enclosing job's
+ *     counter stays above 0 across it. Such submits are accepted during the drain, as
+ *     heist.h promises, and drained too; so are continuations (heist_future_then),
+ *     queued by the worker that just ran their antecedent, still counted.
+ * (4) A leave subtracts with seq_cst and then loads shutting and the other counter
+ *     (seq_cst). The leave that brings live to 0 either sees shutting and both at 0
+ *     and wakes destroy, or comes before destroy's store in the total order, and then
+ *     destroy's loads see 0 and it never sleeps. Two leaves that empty the two
+ *     counters cannot both miss each other (each loads the other's counter after its
+ *     own subtraction: Dekker). Destroy reads drain_seq before live, so a wake between
+ *     its load and its futex wait changes the word and the wait returns at once.
  * (5) The thread that brings live to 0 may be no worker, and it still touches the pool
  *     (the wake) after that: it announces itself in `finishing` before its
  *     subtraction and withdraws after its last access; destroy waits for finishing to
  *     be 0 as well.
  * A job leaves only once it has run or been skipped as cancelled (workers subtract
  * what they finished in batches, done_unflushed, before they idle), so live is never
- * below the truth, and when destroy sees 0 nothing accepted is still to run. */
+ * below the truth, and when destroy sees 0 nothing accepted is still to run.
+ *
+ * Idle epochs. heist_pool_wait_idle must wait for what was accepted before the call
+ * and what that work submits, but not for what concurrent submitters add after it,
+ * or it might never return. So outside admissions count in live[epoch & 1], and a job
+ * submitted from a task counts in its parent job's epoch (REF_EPOCH), a continuation
+ * in its antecedent's. A waiter (serialised by idle_lock) first waits for the older
+ * epoch to drain, then moves `epoch` on, so that new outside work counts in the other
+ * counter, and waits for the epoch it left. A submit from a task whose job is unknown
+ * (a stolen fork-join child) counts in the older epoch while a waiter is active, and
+ * in the current one otherwise: never later than its parent's, so waiters may wait
+ * for more than they must, never for less. */
 #include "submit.h"
 
 #include <errno.h>
@@ -44,32 +59,64 @@
 #include "probe.h"
 #include "worker.h"
 
-void
-heist__pool_leave(struct heist_pool *pool, uint64_t n)
+/* Wake destroy or the idle waiters: a counter reached 0 while one of them waits. */
+static void
+wake_drainers(struct heist_pool *pool)
 {
+	atomic_fetch_add_explicit(&pool->drain_seq, 1, memory_order_release);
+	heist__futex_wake(&pool->drain_seq, INT_MAX);
+}
+
+void
+heist__pool_leave(struct heist_pool *pool, unsigned epoch, uint64_t n)
+{
+	unsigned e = epoch & 1;
 	/* seq_cst: announced before the decrement below, so a destroy that sees live
 	 * reach 0 also sees us here (both seq_cst), and waits for our last access. (5) */
 	atomic_fetch_add_explicit(&pool->finishing, 1, memory_order_seq_cst);
-	/* seq_cst, and seq_cst on shutting: (4). */
-	uint64_t old = atomic_fetch_sub_explicit(&pool->live, n, memory_order_seq_cst);
-	if (old == n && atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
-		atomic_fetch_add_explicit(&pool->drain_seq, 1, memory_order_release);
-		heist__futex_wake(&pool->drain_seq, INT_MAX);
-	}
+	/* seq_cst, and seq_cst on shutting, idle_waiters and the other counter: (4). */
+	uint64_t old = atomic_fetch_sub_explicit(&pool->live[e], n, memory_order_seq_cst);
+	if (old == n &&
+	    (atomic_load_explicit(&pool->idle_waiters, memory_order_seq_cst) ||
+	     (atomic_load_explicit(&pool->shutting, memory_order_seq_cst) &&
+	      atomic_load_explicit(&pool->live[!e], memory_order_seq_cst) == 0)))
+		wake_drainers(pool);
 	/* release, our last touch of the pool: pairs with destroy's acquire loads. */
 	atomic_fetch_sub_explicit(&pool->finishing, 1, memory_order_release);
 }
 
 int
-heist__pool_enter(struct heist_pool *pool)
+heist__pool_enter(struct heist_pool *pool, unsigned *epoch)
 {
+	/* seq_cst: a waiter that moved the epoch on since waits for this one too. */
+	*epoch = atomic_load_explicit(&pool->epoch, memory_order_seq_cst) & 1;
 	/* Both seq_cst: (1). */
-	atomic_fetch_add_explicit(&pool->live, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&pool->live[*epoch], 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
-		heist__pool_leave(pool, 1);
+		heist__pool_leave(pool, *epoch, 1);
 		return ESHUTDOWN;
 	}
 	return 0;
+}
+
+/* Whether live[e] is 0. seq_cst: the loads of (2) and of the idle waiter. */
+static bool
+drained(struct heist_pool *pool, unsigned e)
+{
+	return atomic_load_explicit(&pool->live[e & 1], memory_order_seq_cst) == 0;
+}
+
+/* Sleep until cond(pool, e) holds; leavers wake drain_seq (wake_drainers). */
+static void
+wait_drained(struct heist_pool *pool, bool both, unsigned e)
+{
+	for (;;) {
+		/* acquire: pairs with the leaver's release increment. (4) */
+		uint32_t seq = atomic_load_explicit(&pool->drain_seq, memory_order_acquire);
+		if (both ? drained(pool, 0) && drained(pool, 1) : drained(pool, e))
+			return;
+		heist__futex_wait(&pool->drain_seq, seq, 0);
+	}
 }
 
 void
@@ -77,37 +124,78 @@ heist__pool_drain(struct heist_pool *pool)
 {
 	/* seq_cst: (2). */
 	atomic_store_explicit(&pool->shutting, true, memory_order_seq_cst);
-	for (;;) {
-		/* acquire: pairs with the leaver's release increment. (4) */
-		uint32_t seq = atomic_load_explicit(&pool->drain_seq, memory_order_acquire);
-		if (atomic_load_explicit(&pool->live, memory_order_seq_cst) == 0)
-			break;
-		heist__futex_wait(&pool->drain_seq, seq, 0);
-	}
+	wait_drained(pool, true, 0);
 	/* (5): a few instructions and a futex wake. acquire: pairs with its release. */
 	while (atomic_load_explicit(&pool->finishing, memory_order_acquire))
 		sched_yield();
 }
 
+HEIST_EXPORT int
+heist_pool_wait_idle(heist_pool *pool)
+{
+	if (!pool)
+		return EINVAL;
+	struct worker *self = heist__self;
+	if (self && self->pool == pool)
+		return EDEADLK;	/* it would wait for the task that waits */
+	pthread_mutex_lock(&pool->idle_lock);
+	/* seq_cst: against a leaver's decrement and its load of idle_waiters (4). */
+	atomic_fetch_add_explicit(&pool->idle_waiters, 1, memory_order_seq_cst);
+	/* relaxed: only waiters change the epoch, and we hold their lock. */
+	unsigned e = atomic_load_explicit(&pool->epoch, memory_order_relaxed);
+	wait_drained(pool, false, e - 1);	/* the older epoch, before we reuse it */
+	/* seq_cst: an outside submit that reads the old epoch after this is counted in
+	 * it, and so waited for (enter's seq_cst load). */
+	atomic_store_explicit(&pool->epoch, e + 1, memory_order_seq_cst);
+	pthread_mutex_unlock(&pool->idle_lock);
+	wait_drained(pool, false, e);
+	atomic_fetch_sub_explicit(&pool->idle_waiters, 1, memory_order_relaxed);
+	return 0;
+}
+
 static int
 submit_outside(struct heist_pool *pool, struct heist_future *j)
 {
-	int err = heist__pool_enter(pool);
+	unsigned e;
+	int err = heist__pool_enter(pool, &e);
 	if (err)
 		return err;
+	heist__job_set_epoch(j, e);
 	heist__injector_reserve(&pool->injector);
 	heist__injector_push(&pool->injector, &j->task);
 	heist__sleep_notify(&pool->sleep);
 	return 0;
 }
 
-static int
-submit_local(struct worker *w, struct heist_future *j)
+/* The epoch of work a task of w's pool submits: its job's (see the top). */
+static unsigned
+inherited_epoch(struct worker *w)
 {
+	struct heist_future *parent = heist__current_job;
+	if (parent && parent->task.pool == w->pool)
+		return heist__job_epoch(parent);
+	/* relaxed: waiters change these under their lock; an older epoch is never
+	 * wrong (see the top), only more than needed. */
+	unsigned e = atomic_load_explicit(&w->pool->epoch, memory_order_relaxed);
+	return atomic_load_explicit(&w->pool->idle_waiters, memory_order_relaxed) ? e - 1 : e;
+}
+
+/* Push j, counted in epoch e, on w's deque (or, from the guest slot, the injector:
+ * the guest's deque is nobody's once it leaves). */
+static int
+queue_local(struct worker *w, struct heist_future *j, unsigned e)
+{
+	struct heist_pool *pool = w->pool;
+	heist__job_set_epoch(j, e);
 	/* relaxed: (3). */
-	atomic_fetch_add_explicit(&w->pool->live, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&pool->live[e & 1], 1, memory_order_relaxed);
+	if (heist__worker_is_guest(w)) {
+		heist__injector_requeue(&pool->injector, &j->task);
+		heist__sleep_notify(&pool->sleep);
+		return 0;
+	}
 	if (heist__deque_push(&w->dq, &j->task)) {
-		atomic_fetch_sub_explicit(&w->pool->live, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&pool->live[e & 1], 1, memory_order_relaxed);
 		return ENOMEM;
 	}
 	heist__worker_publish(w, 0);
@@ -115,13 +203,29 @@ submit_local(struct worker *w, struct heist_future *j)
 }
 
 int
-heist__submit_job(struct heist_pool *pool, struct heist_future *j, heist_future **out)
+heist__submit_continuation(struct worker *w, struct heist_future *c,
+			   const struct heist_future *f)
+{
+	if (HEIST_PROFILER && w->pool->profile)
+		c->task.created_tsc = heist__tsc();
+	return queue_local(w, c, heist__job_epoch(f));
+}
+
+int
+heist__submit_queue(struct heist_pool *pool, struct heist_future *j)
 {
 	struct worker *w = heist__self;
 	j->task.pool = pool;
 	if (HEIST_PROFILER && pool->profile)
 		j->task.created_tsc = heist__tsc();
-	int err = w && w->pool == pool ? submit_local(w, j) : submit_outside(pool, j);
+	return w && w->pool == pool ? queue_local(w, j, inherited_epoch(w))
+				    : submit_outside(pool, j);
+}
+
+int
+heist__submit_job(struct heist_pool *pool, struct heist_future *j, heist_future **out)
+{
+	int err = heist__submit_queue(pool, j);
 	if (err) {
 		heist__job_discard(j);
 		return err;

@@ -1,7 +1,8 @@
 /* submit.h - admission and the drain (submit.c): every job and every guest is counted
  * in the pool's `live` from the moment it is accepted until it has run or been
- * skipped, and heist_pool_destroy waits for that count to drain. The argument that
- * nothing accepted is ever lost is in submit.c. */
+ * skipped; heist_pool_destroy waits for that count to drain, and heist_pool_wait_idle
+ * for the part of it admitted before the call (live is split in two idle epochs). The
+ * argument that nothing accepted is ever lost is in submit.c. */
 #ifndef HEIST_SUBMIT_H
 #define HEIST_SUBMIT_H
 
@@ -11,15 +12,17 @@
 
 struct heist_pool;
 struct heist_future;
+struct worker;
 
-/* A thread that is not one of the pool's workers enters: counts itself in live.
- * Returns 0; or ESHUTDOWN once destroy has begun, and then it has already left again
- * and must not touch the pool. */
-int heist__pool_enter(struct heist_pool *pool);
+/* A thread that is not one of the pool's workers enters: counts itself in live, in
+ * the epoch it returns in *epoch (for the leave). Returns 0; or ESHUTDOWN once destroy
+ * has begun, and then it has already left again and must not touch the pool. */
+int heist__pool_enter(struct heist_pool *pool, unsigned *epoch);
 
-/* n jobs (or guests) finished: subtract them from live; wakes destroy when that
- * drains the pool. The caller's last touch of the pool, if it is no worker. */
-void heist__pool_leave(struct heist_pool *pool, uint64_t n);
+/* n jobs (or guests) of an epoch finished: subtract them from live; wakes destroy, or
+ * an idle waiter, when that drains the epoch. The caller's last touch of the pool, if
+ * it is no worker. */
+void heist__pool_leave(struct heist_pool *pool, unsigned epoch, uint64_t n);
 
 /* heist_pool_destroy's first half: refuse outside submits from now on, and return
  * once every accepted job has run and the last leaver is out of the pool. */
@@ -28,5 +31,14 @@ void heist__pool_drain(struct heist_pool *pool);
 /* Queue a new job (heist__job_new) on the pool: on the worker's own deque from one
  * of its workers, else through the injector. On error the job is discarded. */
 int heist__submit_job(struct heist_pool *pool, struct heist_future *j, heist_future **out);
+
+/* The same, but on error (ESHUTDOWN, ENOMEM) the job is left to the caller. */
+int heist__submit_queue(struct heist_pool *pool, struct heist_future *j);
+
+/* Queue job c, a continuation of job f, which worker w (a thread of c's pool) has just
+ * finished running: counted in f's epoch, and accepted during a drain, as a worker's
+ * own submit is. Returns 0 or ENOMEM (c is then not queued). */
+int heist__submit_continuation(struct worker *w, struct heist_future *c,
+			       const struct heist_future *f);
 
 #endif

@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "futex.h"
 #include "future.h"
+#include "group.h"
 #include "pool.h"
 #include "worker.h"
 
@@ -50,6 +51,7 @@ enum {
 struct awaited {
 	struct task *task;
 	struct heist_future *job;
+	struct heist_group *group;
 };
 
 static bool
@@ -57,6 +59,8 @@ awaited_done(const struct awaited *a)
 {
 	if (a->job)
 		return heist__job_done(a->job);
+	if (a->group)
+		return heist__group_done(a->group);
 	/* acquire: pairs with the thief's release exchange of TASK_DONE (worker.c). */
 	return atomic_load_explicit(&a->task->state, memory_order_acquire) == TASK_DONE;
 }
@@ -94,14 +98,32 @@ runner_of(const struct awaited *a, int64_t *floor)
 	return r;
 }
 
-/* Claim the awaited job if it is still queued. relaxed: a peek; heist__job_claim's
- * CAS decides. */
+/* Claim the awaited job if it is still queued (and may run: not a continuation
+ * waiting for its antecedent, nor a when_all). relaxed: peeks; heist__job_claim's CAS
+ * decides, and REF_UNQUEUED is cleared before such a job can be queued. */
 static bool
 claim(struct worker *w, struct heist_future *j)
 {
 	return (atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) ==
 		       FUT_QUEUED &&
+	       !(atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_UNQUEUED) &&
 	       heist__job_claim(j, w);
+}
+
+/* A group's wait: the group's jobs at the bottom of our own deque (submitted by this
+ * frame, say), which the frame requires. Anything else there is left alone. */
+static bool
+help_group(struct worker *w, struct heist_group *g)
+{
+	struct task *x = heist__deque_peek_bottom(&w->dq);
+	/* relaxed: the kind never changes once queued (worker.c). */
+	if (!x || atomic_load_explicit(&x->state, memory_order_relaxed) != TASK_JOB ||
+	    !heist__group_owns(g, (struct heist_future *)x))
+		return false;
+	x = heist__deque_pop(&w->dq);	/* the same one, unless a thief took it */
+	if (x)
+		heist__worker_run(w, x);
+	return true;
 }
 
 /* One step of the rule above. Returns whether it ran (or moved) something. A timed
@@ -110,6 +132,8 @@ claim(struct worker *w, struct heist_future *j)
 static bool
 help(struct worker *w, const struct awaited *a, bool timed)
 {
+	if (a->group)
+		return !timed && help_group(w, a->group);
 	/* A job of another pool runs on that pool's workers, and its runner may belong
 	 * to a pool that is gone once the job is done: touch nothing but its state.
 	 * The pool was set before the job was queued, and we hold its future. */
@@ -160,12 +184,30 @@ sleep_word(struct heist_future *j, uint32_t s)
 	return s | FUT_WAITERS;
 }
 
+/* Sleep on g's done_seq for at most timeout_ns (0: no limit) unless g is done. */
+static void
+group_sleep(struct heist_group *g, uint64_t timeout_ns)
+{
+	/* seq_cst: announced before we look at pending (seq_cst), against the count
+	 * out's decrement and its load of waiters: one of us sees the other. */
+	atomic_fetch_add_explicit(&g->waiters, 1, memory_order_seq_cst);
+	/* acquire: pairs with the count out's release increment. */
+	uint32_t seq = atomic_load_explicit(&g->done_seq, memory_order_acquire);
+	if (!heist__group_done(g))
+		heist__futex_wait(&g->done_seq, seq, timeout_ns);
+	atomic_fetch_sub_explicit(&g->waiters, 1, memory_order_relaxed);
+}
+
 /* Sleep on the awaited task's word for at most timeout_ns unless it is done. For a
  * spawned task the mark is TASK_SLEEPER, which the thief's exchange reads (relaxed
  * CAS, for the reason given at sleep_word). */
 static void
 nap(const struct awaited *a, uint64_t timeout_ns)
 {
+	if (a->group) {
+		group_sleep(a->group, timeout_ns);
+		return;
+	}
 	if (a->job) {
 		uint32_t v = sleep_word(a->job, atomic_load_explicit(&a->job->state,
 								     memory_order_relaxed));
@@ -260,10 +302,23 @@ help_until(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 	return awaited_done(a);
 }
 
+void
+heist__wait_group(struct heist_group *g)
+{
+	struct worker *w = heist__self;
+	if (w) {	/* a worker of another pool finds none of g's jobs, and parks */
+		struct awaited a = {NULL, NULL, g};
+		help_until(w, &a, HEIST_NEVER);
+		return;
+	}
+	while (!heist__group_done(g))
+		group_sleep(g, 0);
+}
+
 int
 heist__wait_stolen(struct worker *w, struct task *t)
 {
-	struct awaited a = {t, NULL};
+	struct awaited a = {t, NULL, NULL};
 	help_until(w, &a, HEIST_NEVER);
 	return t->result;
 }
@@ -309,6 +364,6 @@ heist__wait_job(struct heist_future *j, uint64_t deadline_ns)
 	struct worker *w = heist__self;
 	if (!w)
 		return block(j, deadline_ns);
-	struct awaited a = {NULL, j};
+	struct awaited a = {NULL, j, NULL};
 	return help_until(w, &a, deadline_ns);
 }

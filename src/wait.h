@@ -19,4 +19,9 @@ bool heist__wait_job(struct heist_future *j, uint64_t deadline_ns);
 /* heist_sync's wait for a spawned task that a thief took; returns its result. */
 int heist__wait_stolen(struct worker *w, struct task *t);
 
+struct heist_group;
+
+/* Wait until every job of group g is final, on the calling thread, whatever it is. */
+void heist__wait_group(struct heist_group *g);
+
 #endif

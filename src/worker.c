@@ -28,9 +28,11 @@ enum {
 void
 heist__worker_flush_done(struct worker *w)
 {
-	if (w->done_unflushed) {
-		heist__pool_leave(w->pool, w->done_unflushed);
-		w->done_unflushed = 0;
+	for (unsigned e = 0; e < 2; e++) {
+		if (w->done_unflushed[e]) {
+			heist__pool_leave(w->pool, e, w->done_unflushed[e]);
+			w->done_unflushed[e] = 0;
+		}
 	}
 }
 
@@ -56,8 +58,10 @@ heist__worker_run(struct worker *w, struct task *t)
 	/* relaxed: the kind never changes after the task was queued, and the queue's
 	 * hand-off (deque publish or injector link, both release) ordered it. */
 	if (atomic_load_explicit(&t->state, memory_order_relaxed) == TASK_JOB) {
-		heist__job_run((struct heist_future *)t, w);	/* counts executed */
-		w->done_unflushed++;
+		struct heist_future *j = (struct heist_future *)t;
+		unsigned e = heist__job_epoch(j);	/* before: it may be freed after */
+		heist__job_run(j, w);	/* counts executed */
+		w->done_unflushed[e]++;
 		return;
 	}
 	counter_add(&w->stats.executed, 1);
@@ -243,6 +247,15 @@ heist__worker_loop(struct worker *w)
 	heist__worker_flush_done(w);
 }
 
+void
+heist__worker_hook(struct worker *w, bool start)
+{
+	struct heist_pool *pool = w->pool;
+	void (*hook)(void *, unsigned) = start ? pool->on_start : pool->on_stop;
+	if (hook)
+		hook(pool->hook_ctx, w->index);
+}
+
 void *
 heist__worker_main(void *arg)
 {
@@ -259,7 +272,9 @@ heist__worker_main(void *arg)
 	if (atomic_fetch_add_explicit(&pool->started, 1, memory_order_release) + 1 == pool->n)
 		heist__futex_wake(&pool->started, INT_MAX);
 	heist__self = w;
+	heist__worker_hook(w, true);
 	heist__worker_loop(w);
+	heist__worker_hook(w, false);
 	heist__self = NULL;
 	return NULL;
 }
@@ -272,16 +287,18 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 	if (atomic_load_explicit(&pool->guest_busy, memory_order_relaxed))
 		return false;
 	/* Counted as a live job, so destroy waits for the guest (submit.c). */
-	if ((*err = heist__pool_enter(pool)))
+	unsigned epoch;
+	if ((*err = heist__pool_enter(pool, &epoch)))
 		return false;
 	bool free_slot = false;
 	/* acquire on success: see pool.h. */
 	if (!atomic_compare_exchange_strong_explicit(&pool->guest_busy, &free_slot, true,
 						     memory_order_acquire,
 						     memory_order_relaxed)) {
-		heist__pool_leave(pool, 1);
+		heist__pool_leave(pool, epoch, 1);
 		return false;
 	}
+	pool->workers[pool->n].guest_epoch = epoch;
 	heist__self = &pool->workers[pool->n];
 	return true;
 }
@@ -294,6 +311,7 @@ heist__worker_guest_leave(struct heist_pool *pool)
 	heist__self = NULL;
 	/* release: pairs with the next guest's acquire CAS. Before the last leave:
 	 * once live may reach 0, destroy may free the pool. */
+	unsigned epoch = g->guest_epoch;	/* ours until we free the slot */
 	atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
-	heist__pool_leave(pool, 1);
+	heist__pool_leave(pool, epoch, 1);
 }

@@ -24,7 +24,9 @@ struct worker {
 	bool profile;			/* the pool profiles: prof is set */
 	struct profile *prof;
 	uint64_t rng;
-	uint64_t done_unflushed;	/* jobs finished, not yet subtracted from pool->live */
+	uint64_t done_unflushed[2];	/* jobs finished, per idle epoch, not yet
+					   subtracted from pool->live */
+	unsigned guest_epoch;		/* the guest slot: the epoch its guest entered in */
 	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
 	struct {
 		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,
@@ -43,6 +45,9 @@ void *heist__worker_main(void *arg);
 
 /* Run tasks until the pool stops, or, for a spare, until it is surplus (spare.h). */
 void heist__worker_loop(struct worker *w);
+
+/* Call heist_config's on_worker_start (start) or on_worker_stop hook, on w's thread. */
+void heist__worker_hook(struct worker *w, bool start);
 
 /* Run a spawned task inline under the profiler (heist_sync when the pool profiles).
  * Counts nothing. */

@@ -74,6 +74,14 @@ struct heist_config {
 				     are parked in waits (see heist_future_wait); 0: as
 				     many as threads, at least 8; HEIST_SPARES_NONE: none;
 				     at most HEIST_MAX_THREADS (@since 0.1) */
+	/** Called on each of the pool's threads (workers and spare threads) before it
+	 * runs its first task, with hook_ctx and its heist_thread_index(); NULL: none.
+	 * @since 0.1 */
+	void (*on_worker_start)(void *ctx, unsigned index);
+	/** Called on each of the pool's threads after its last task, before it exits.
+	 * @since 0.1 */
+	void (*on_worker_stop)(void *ctx, unsigned index);
+	void *hook_ctx;		/**< passed to the two hooks */
 };
 
 /** heist_config.max_spares: never start a spare thread. */
@@ -119,6 +127,20 @@ HEIST_EXPORT unsigned heist_pool_size(const heist_pool *pool);
  * @since 0.1
  */
 HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
+
+/**
+ * Wait until every task accepted before the call, and everything those tasks spawned
+ * or submitted (and the continuations of either), has finished. Tasks that other
+ * threads submit from outside while it waits are not waited for (they are counted in
+ * a later idle epoch), so it returns however busy the pool stays. Any number of
+ * threads may wait at once, and others may submit meanwhile.
+ * @returns 0; EINVAL if pool is NULL; EDEADLK when called from one of the pool's own
+ *          tasks (it would wait for itself).
+ * A task submitted from a fork-join child that another worker stole, while a wait is
+ * under way, is counted with the older work, so such a wait may also wait for it.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_pool_wait_idle(heist_pool *pool);
 
 /**
  * The calling thread's index in its pool, 0..size-1, when it is one of the pool's
@@ -210,6 +232,35 @@ HEIST_EXPORT int heist_future_wait(heist_future *f);
 HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
 
 /**
+ * Run fn(arg) on f's pool once f is done, without any thread blocking meanwhile: the
+ * worker that finishes f queues it (at once if f is done already).
+ * @param[out] out  Receives the continuation's future (fn's result; ECANCELED, fn never
+ *                  run, if f was cancelled before it ran or if the continuation itself
+ *                  is cancelled before f is done), or NULL for fire-and-forget.
+ * @returns 0; EINVAL if f or fn is NULL; ENOMEM; ESHUTDOWN if f is done and its pool is
+ *          destroyed or being destroyed (nothing was queued). A continuation of a job
+ *          that finishes during heist_pool_destroy's drain still runs, as submits from
+ *          tasks do. A waiter of the continuation's future never runs it early.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_future_then(heist_future *f, heist_fn fn, void *arg,
+				   heist_future **out);
+
+/**
+ * A future that is done when all n futures are, giving the first nonzero result among
+ * them in array order (ECANCELED for one cancelled), or 0. n = 0: done at once. It
+ * holds its own reference to each future until then, so the caller may release them.
+ * No thread waits or polls for it. Cancelling it (heist_future_cancel) makes it give
+ * ECANCELED at once; the futures it waits for go on. Its continuations run on pool.
+ * @param[out] out  Receives the future; required.
+ * @returns 0; EINVAL if pool or out is NULL, fs is NULL with n > 0, or an fs[i] is
+ *          NULL; ENOMEM. The futures may come from any pools.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n,
+				heist_future **out);
+
+/**
  * Whether the task has finished or was cancelled; never blocks. When it returns true,
  * the task's writes are visible to the caller. false for NULL.
  * @since 0.1
@@ -278,6 +329,59 @@ HEIST_EXPORT int heist_submit_cancellable(heist_pool *pool, heist_cancel *c, hei
  * @since 0.1
  */
 HEIST_EXPORT bool heist_cancelled(void);
+
+/* ---------------------------------------------------------------------------------- */
+/* Task groups (a scope, as oneTBB's task_group)                                      */
+
+/** A set of tasks waited for as a whole. Opaque. */
+typedef struct heist_group heist_group;
+
+/**
+ * Create an empty group whose tasks run on pool.
+ * @returns 0; EINVAL if pool or out is NULL; ENOMEM.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_group_create(heist_pool *pool, heist_group **out);
+
+/**
+ * Submit fn(arg) to the group: it runs on the group's pool, as heist_submit's tasks
+ * do (no allocation in steady state), and the group waits for it. Any thread may
+ * submit, a task of the group included, so a group can grow recursively.
+ * @returns 0; EINVAL if g or fn is NULL; ENOMEM or ESHUTDOWN, as heist_submit (the task
+ *          is then not part of the group).
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_group_submit(heist_group *g, heist_fn fn, void *arg);
+
+/**
+ * Wait until every task submitted to the group so far, and every task they submit to
+ * it, has finished. On a worker it runs the group's tasks it finds at the bottom of its
+ * own deque (those it submitted, say) and otherwise parks as heist_future_wait does.
+ * Any number of threads may wait at once.
+ * @returns 0, or the first nonzero result of a task of the group (ECANCELED for one
+ *          cancelled before it ran); EINVAL if g is NULL. After the first nonzero
+ *          result the group's tasks that have not started never run, and
+ *          heist_cancelled() turns true in those running. That lasts: tasks
+ *          submitted to the group later are cancelled too; use a new group to start
+ *          over.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_group_wait(heist_group *g);
+
+/**
+ * Cancel the group: its tasks that have not started never run (and give ECANCELED),
+ * those running see heist_cancelled() turn true. Idempotent; NULL is a no-op.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_group_cancel(heist_group *g);
+
+/**
+ * Wait for the group's tasks (as heist_group_wait, its result dropped), then free the
+ * group. Cancel it first to drop the tasks that have not started. NULL is a no-op.
+ * Nobody may submit to or wait on the group meanwhile.
+ * @since 0.1
+ */
+HEIST_EXPORT void heist_group_destroy(heist_group *g);
 
 /* ---------------------------------------------------------------------------------- */
 /* Data parallelism                                                                   */
@@ -403,8 +507,11 @@ struct heist_stats {
 HEIST_EXPORT int heist_pool_stats(const heist_pool *pool, struct heist_stats *out);
 
 /**
- * Read one worker's counters.
- * @returns 0; EINVAL if pool or out is NULL or index >= heist_pool_size(pool).
+ * Read one thread's counters, by heist_thread_index(): a worker below
+ * heist_pool_size(pool), the guest slot (an outside heist_for_each's caller) at it,
+ * spare threads above (zeros for a slot never used). Summed over every index below
+ * heist_pool_threads(pool) they give heist_pool_stats's totals.
+ * @returns 0; EINVAL if pool or out is NULL or index >= heist_pool_threads(pool).
  * @since 0.1
  */
 HEIST_EXPORT int heist_pool_worker_stats(const heist_pool *pool, unsigned index,

@@ -89,8 +89,9 @@ HEIST_EXPORT int heist_profile_clock(struct heist_profile_clock *out);
 HEIST_EXPORT int heist_profile_report(heist_pool *pool, struct heist_latency_report *out);
 
 /**
- * Read one worker's profile (the tasks that worker ran).
- * @returns as heist_profile_report; EINVAL also if index >= heist_pool_size(pool).
+ * Read one thread's profile (the tasks it ran), by heist_thread_index(): a worker, the
+ * guest slot at heist_pool_size(pool), or a spare above.
+ * @returns as heist_profile_report; EINVAL also if index >= heist_pool_threads(pool).
  * @since 0.1
  */
 HEIST_EXPORT int heist_profile_worker_report(heist_pool *pool, unsigned index,
