@@ -54,6 +54,7 @@ struct heist_pool {
 	/* heist_pool_wait_idle (submit.c): outside admissions count in
 	 * live[epoch & 1]; waiters move it on, one at a time, under idle_lock. */
 	_Atomic uint32_t epoch;
+	_Atomic uint32_t idle_drained;	/* the epochs below it are drained */
 	_Atomic uint32_t idle_waiters;
 	pthread_mutex_t idle_lock;
 

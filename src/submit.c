@@ -106,14 +106,41 @@ drained(struct heist_pool *pool, unsigned e)
 	return atomic_load_explicit(&pool->live[e & 1], memory_order_seq_cst) == 0;
 }
 
-/* Sleep until cond(pool, e) holds; leavers wake drain_seq (wake_drainers). */
+/* Whether idle epoch e is drained: every job admitted in it, and what they submitted,
+ * has finished. Either its counter is 0 now (after e was closed it only shrinks until
+ * a waiter, having seen it 0, reuses it for e + 2), or some waiter saw that and said so
+ * in idle_drained (the epochs below it are drained), which a waiter that slept through
+ * the moment needs. acquire: pairs with the release in mark_drained. */
+static bool
+epoch_drained(struct heist_pool *pool, unsigned e)
+{
+	return (int32_t)(atomic_load_explicit(&pool->idle_drained, memory_order_acquire) - e) >
+		       0 ||
+	       drained(pool, e);
+}
+
+/* Epochs below `upto` are drained: raise idle_drained (monotone) and wake sleepers. */
+static void
+mark_drained(struct heist_pool *pool, unsigned upto)
+{
+	/* relaxed: only waiters raise it, under idle_lock. release: pairs with the
+	 * acquire in epoch_drained. */
+	unsigned d = atomic_load_explicit(&pool->idle_drained, memory_order_relaxed);
+	if ((int32_t)(upto - d) > 0) {
+		atomic_store_explicit(&pool->idle_drained, upto, memory_order_release);
+		wake_drainers(pool);
+	}
+}
+
+/* Sleep until live is 0 (both) or epoch e is drained; leavers and mark_drained wake
+ * drain_seq. */
 static void
 wait_drained(struct heist_pool *pool, bool both, unsigned e)
 {
 	for (;;) {
 		/* acquire: pairs with the leaver's release increment. (4) */
 		uint32_t seq = atomic_load_explicit(&pool->drain_seq, memory_order_acquire);
-		if (both ? drained(pool, 0) && drained(pool, 1) : drained(pool, e))
+		if (both ? drained(pool, 0) && drained(pool, 1) : epoch_drained(pool, e))
 			return;
 		heist__futex_wait(&pool->drain_seq, seq, 0);
 	}
@@ -144,6 +171,7 @@ heist_pool_wait_idle(heist_pool *pool)
 	/* relaxed: only waiters change the epoch, and we hold their lock. */
 	unsigned e = atomic_load_explicit(&pool->epoch, memory_order_relaxed);
 	wait_drained(pool, false, e - 1);	/* the older epoch, before we reuse it */
+	mark_drained(pool, e);	/* for a waiter of e - 1 that slept through it */
 	/* seq_cst: an outside submit that reads the old epoch after this is counted in
 	 * it, and so waited for (enter's seq_cst load). */
 	atomic_store_explicit(&pool->epoch, e + 1, memory_order_seq_cst);

@@ -62,6 +62,12 @@ heist__worker_run(struct worker *w, struct task *t)
 		unsigned e = heist__job_epoch(j);	/* before: it may be freed after */
 		heist__job_run(j, w);	/* counts executed */
 		w->done_unflushed[e]++;
+		/* Finished jobs are subtracted from live when we run out of work; a
+		 * heist_pool_wait_idle cannot wait that long (a busy pool may never run
+		 * out), so while one waits we count out at once. relaxed: a late look
+		 * delays the count out by a job. */
+		if (unlikely(atomic_load_explicit(&w->pool->idle_waiters, memory_order_relaxed)))
+			heist__worker_flush_done(w);
 		return;
 	}
 	counter_add(&w->stats.executed, 1);

@@ -633,10 +633,155 @@ create_reports_thread_creation_failure(void **state)
 	fail_each_call_of_create(&cf);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* Worker hooks and per-thread statistics                                             */
+
+enum { HOOK_SLOTS = 64 };
+
+struct hooks {
+	atomic_uint starts[HOOK_SLOTS], stops[HOOK_SLOTS];
+	atomic_uint bad;	/* a stop without its start on the same thread, a task
+				   on a thread whose start hook had not run */
+};
+
+static _Thread_local int hooked_index = -1;
+
+static void
+on_start(void *ctx, unsigned index)
+{
+	struct hooks *h = ctx;
+	if (index >= HOOK_SLOTS || hooked_index != -1)
+		atomic_fetch_add(&h->bad, 1);
+	else
+		atomic_fetch_add(&h->starts[index], 1);
+	hooked_index = (int)index;
+}
+
+static void
+on_stop(void *ctx, unsigned index)
+{
+	struct hooks *h = ctx;
+	if (index >= HOOK_SLOTS || hooked_index != (int)index)
+		atomic_fetch_add(&h->bad, 1);
+	else
+		atomic_fetch_add(&h->stops[index], 1);
+	hooked_index = -1;
+}
+
+static int
+check_hooked(void *arg)
+{
+	struct hooks *h = arg;
+	if (hooked_index != heist_thread_index())
+		atomic_fetch_add(&h->bad, 1);
+	return 0;
+}
+
+/* Parks its worker on a job of another pool, so that queued work needs a spare. */
+struct park_on {
+	heist_future *held;
+};
+
+static int
+park_on_held(void *arg)
+{
+	return heist_future_wait(((struct park_on *)arg)->held);
+}
+
+static void
+hooks_run_once_on_each_thread_spares_included(void **state)
+{
+	(void)state;
+	static struct hooks h;
+	static struct hold hold;
+	h = (struct hooks){0};
+	hold = (struct hold){0};
+	struct heist_config cfg = {.threads = 2, .on_worker_start = on_start,
+				   .on_worker_stop = on_stop, .hook_ctx = &h};
+	heist_pool *pool = make_pool_cfg(&cfg), *other = make_pool(1);
+	assert_true(heist_pool_threads(pool) <= HOOK_SLOTS);
+	struct park_on p = {NULL};
+	hold_worker(other, &hold, &p.held);
+	/* Both workers park on the held job; the tasks queued then need spares. */
+	heist_future *parked[2], *f[50];
+	struct heist_stats st;
+	bool ok;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(heist_submit(pool, park_on_held, &p, &parked[i]), 0);
+	POLL(ok, heist_pool_stats(pool, &st) == 0 && st.parks == 2);
+	assert_true(ok);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(heist_submit(pool, check_hooked, &h, &f[i]), 0);
+	for (int i = 0; i < 50; i++) {
+		assert_int_equal(heist_future_wait(f[i]), 0);
+		heist_future_release(f[i]);
+	}
+	assert_int_equal(heist_pool_stats(pool, &st), 0);
+	assert_true(st.spares_started > 0);	/* the scenario happened */
+	atomic_store(&hold.open, 1);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(heist_future_wait(parked[i]), 0);
+		heist_future_release(parked[i]);
+	}
+	heist_future_release(p.held);
+	heist_pool_destroy(pool);
+	heist_pool_destroy(other);
+	assert_int_equal(atomic_load(&h.bad), 0);
+	for (unsigned i = 0; i < 2; i++) {	/* the workers: exactly once */
+		assert_int_equal(atomic_load(&h.starts[i]), 1);
+		assert_int_equal(atomic_load(&h.stops[i]), 1);
+	}
+	unsigned spare_starts = 0;
+	for (unsigned i = 3; i < HOOK_SLOTS; i++) {	/* a spare slot: once per thread */
+		assert_int_equal(atomic_load(&h.starts[i]), atomic_load(&h.stops[i]));
+		spare_starts += atomic_load(&h.starts[i]);
+	}
+	assert_int_equal(spare_starts, st.spares_started);
+	assert_int_equal(atomic_load(&h.starts[2]), 0);	/* the guest slot has no thread */
+}
+
+static int
+count_body(void *arg, size_t b, size_t e)
+{
+	atomic_fetch_add((atomic_ulong *)arg, e - b);
+	return 0;
+}
+
+/* An outside heist_for_each runs in the guest slot: its counters are at index
+ * heist_pool_size(), and the per-thread counters sum to the totals. */
+static void
+per_thread_stats_include_the_guest_and_sum_to_the_totals(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	static atomic_ulong n;
+	atomic_store(&n, 0);
+	assert_int_equal(heist_for_each(pool, 0, 100000, 10, count_body, &n), 0);
+	assert_int_equal(atomic_load(&n), 100000);
+	struct heist_stats st;
+	struct heist_worker_stats ws, guest;
+	uint64_t executed = 0, spawned = 0, stolen = 0;
+	assert_int_equal(heist_pool_stats(pool, &st), 0);
+	for (unsigned i = 0; i < heist_pool_threads(pool); i++) {
+		assert_int_equal(heist_pool_worker_stats(pool, i, &ws), 0);
+		executed += ws.executed;
+		spawned += ws.spawned;
+		stolen += ws.stolen;
+	}
+	assert_int_equal(heist_pool_worker_stats(pool, heist_pool_size(pool), &guest), 0);
+	assert_true(guest.spawned > 0);	/* the caller took part */
+	assert_int_equal(executed, st.executed);
+	assert_int_equal(spawned, st.spawned);
+	assert_int_equal(stolen, st.stolen);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(hooks_run_once_on_each_thread_spares_included),
+		cmocka_unit_test(per_thread_stats_include_the_guest_and_sum_to_the_totals),
 		cmocka_unit_test(fire_and_forget_tasks_run_before_destroy_returns),
 		cmocka_unit_test(destroy_drains_queued_tasks),
 		cmocka_unit_test(tasks_submitted_during_the_drain_run),

@@ -431,6 +431,146 @@ submit_reports_enomem_and_the_pool_recovers(void **state)
 	ids_free();
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* heist_pool_wait_idle                                                               */
+
+enum { IDLE_ROOTS = 50, IDLE_KIDS = 8, IDLE_GRANDKIDS = 4 };
+
+struct family {
+	heist_pool *pool;
+	atomic_uint done;
+	atomic_uint errors;
+};
+
+static int
+grandkid(void *arg)
+{
+	nap(20 * 1000);
+	atomic_fetch_add(&((struct family *)arg)->done, 1);
+	return 0;
+}
+
+static int
+kid(void *arg)
+{
+	struct family *f = arg;
+	for (int i = 0; i < IDLE_GRANDKIDS; i++)
+		if (heist_submit(f->pool, grandkid, f, NULL))
+			atomic_fetch_add(&f->errors, 1);
+	atomic_fetch_add(&f->done, 1);
+	return 0;
+}
+
+static int
+root(void *arg)
+{
+	struct family *f = arg;
+	for (int i = 0; i < IDLE_KIDS; i++)
+		if (heist_submit(f->pool, kid, f, NULL))
+			atomic_fetch_add(&f->errors, 1);
+	atomic_fetch_add(&f->done, 1);
+	return 0;
+}
+
+static void
+wait_idle_waits_for_every_task_and_all_they_submit(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	struct family f = {pool, 0, 0};
+	assert_int_equal(heist_pool_wait_idle(pool), 0);	/* idle: at once */
+	for (int i = 0; i < IDLE_ROOTS; i++)
+		assert_int_equal(heist_submit(pool, root, &f, NULL), 0);
+	assert_int_equal(heist_pool_wait_idle(pool), 0);
+	/* Exact at return: no poll. */
+	assert_int_equal(atomic_load(&f.done),
+			 IDLE_ROOTS * (1 + IDLE_KIDS + IDLE_KIDS * IDLE_GRANDKIDS));
+	assert_int_equal(atomic_load(&f.errors), 0);
+	heist_pool_destroy(pool);
+}
+
+/* Submitters keep the pool busy while waiters wait, again and again: every wait must
+ * return (a wait for "no task at all" would not), and by then every task that was
+ * accepted before it was called has finished. The injector limit keeps the submitters
+ * from queueing millions ahead of the workers, which a wait would have to drain. */
+enum { IDLE_WAITERS = 4, IDLE_SUBMITTERS = 4, IDLE_ROUNDS = 20 };
+
+struct busy {
+	heist_pool *pool;
+	atomic_ulong accepted, finished;
+	atomic_int waiters_left;
+	atomic_uint early;	/* a wait returned before a task accepted before it ended */
+};
+
+static int
+busy_task(void *arg)
+{
+	atomic_fetch_add(&((struct busy *)arg)->finished, 1);
+	return 0;
+}
+
+static void *
+busy_submitter(void *arg)
+{
+	struct busy *b = arg;
+	while (atomic_load(&b->waiters_left) > 0) {
+		if (heist_submit(b->pool, busy_task, b, NULL) == 0)
+			atomic_fetch_add(&b->accepted, 1);
+	}
+	return NULL;
+}
+
+static void *
+busy_waiter(void *arg)
+{
+	struct busy *b = arg;
+	for (int r = 0; r < IDLE_ROUNDS; r++) {
+		unsigned long before = atomic_load(&b->accepted);
+		if (heist_pool_wait_idle(b->pool) != 0 || atomic_load(&b->finished) < before)
+			atomic_fetch_add(&b->early, 1);
+	}
+	atomic_fetch_sub(&b->waiters_left, 1);
+	return NULL;
+}
+
+static void
+wait_idle_returns_while_others_keep_submitting(void **state)
+{
+	(void)state;
+	struct heist_config cfg = {.threads = 2, .injector_limit = 256};
+	heist_pool *pool = make_pool_cfg(&cfg);
+	struct busy b = {.pool = pool, .waiters_left = IDLE_WAITERS};
+	pthread_t s[IDLE_SUBMITTERS], w[IDLE_WAITERS];
+	for (int i = 0; i < IDLE_SUBMITTERS; i++)
+		assert_int_equal(pthread_create(&s[i], NULL, busy_submitter, &b), 0);
+	for (int i = 0; i < IDLE_WAITERS; i++)
+		assert_int_equal(pthread_create(&w[i], NULL, busy_waiter, &b), 0);
+	for (int i = 0; i < IDLE_WAITERS; i++)
+		pthread_join(w[i], NULL);
+	for (int i = 0; i < IDLE_SUBMITTERS; i++)
+		pthread_join(s[i], NULL);
+	assert_int_equal(atomic_load(&b.early), 0);
+	assert_int_equal(heist_pool_wait_idle(pool), 0);
+	assert_int_equal(atomic_load(&b.finished), atomic_load(&b.accepted));
+	heist_pool_destroy(pool);
+}
+
+static int
+wait_idle_inside(void *arg)
+{
+	return heist_pool_wait_idle(arg);
+}
+
+static void
+wait_idle_from_a_task_is_edeadlk(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	assert_int_equal(heist_pool_wait_idle(NULL), EINVAL);
+	assert_int_equal(heist_run(pool, wait_idle_inside, pool), EDEADLK);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -441,6 +581,9 @@ main(void)
 		cmocka_unit_test(outside_submit_blocks_at_the_injector_limit),
 		cmocka_unit_test(worker_submits_do_not_block_at_the_injector_limit),
 		cmocka_unit_test(submit_reports_enomem_and_the_pool_recovers),
+		cmocka_unit_test(wait_idle_waits_for_every_task_and_all_they_submit),
+		cmocka_unit_test(wait_idle_returns_while_others_keep_submitting),
+		cmocka_unit_test(wait_idle_from_a_task_is_edeadlk),
 	};
 	return RUN_TESTS(tests);
 }
