@@ -81,7 +81,8 @@ heist_group_create(heist_pool *pool, heist_group **out)
 		*out = NULL;
 	if (!pool || !out)
 		return EINVAL;
-	struct heist_group *g = malloc(sizeof(*g));
+	/* aligned: pending has a cache line of its own (sizeof is a multiple of it). */
+	struct heist_group *g = aligned_alloc(CACHE_LINE, sizeof(*g));
 	if (!g)
 		return ENOMEM;
 	int err = heist_cancel_create(&g->token);
