@@ -17,7 +17,7 @@
 
 static const struct bench_workload *const workloads[] = {
 	&w1_fib, &w2_nqueens, &w3_uts, &w4_for_each, &w5_storm, &w6_round_trip, &w7_matmul,
-	&w8_latency,
+	&w8_latency, &w_chain,
 };
 enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 
@@ -41,7 +41,8 @@ workload_names(const char **names, size_t max)
 static const char *const impl_names[] = {
 	"serial", "baseline", "heist", "omp", "tbb",
 	/* variants of heist, also selected by "heist" (unless --exact) */
-	"heist-outside", "heist-nested", "heist-prof", "heist-pin",
+	"heist-outside", "heist-nested", "heist-prof", "heist-pin", "heist-futures",
+	"heist-group", "heist-then", "heist-wait",
 };
 
 /* Exit 2 unless every item of the comma list is one of names[]. */
@@ -85,8 +86,8 @@ usage(FILE *f)
 		fprintf(f, " %s%s", names[i], i + 1 < n ? "," : "\n");
 	fputs("  --impl LIST    comma list of implementations: serial, baseline, heist",
 	      f);
-	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof, heist-pin)",
-	      f);
+	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof, heist-pin,\n"
+	      "                 heist-futures, heist-group, heist-then, heist-wait)", f);
 #ifdef HEIST_BENCH_OMP
 	fputs(", omp", f);
 #endif

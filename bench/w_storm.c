@@ -27,6 +27,7 @@ struct storm {
 	double *out;		/* shared by the implementations, zeroed before each run */
 	double *ref;		/* the serial answer, computed before any clock */
 	struct latch *latch;	/* heist's tasks count it down */
+	heist_future **futures;	/* heist-futures: one per task */
 };
 
 /* The storm the running tasks belong to; set before the first submit of a run (the
@@ -88,6 +89,48 @@ run_heist(struct bench_job *j)
 	latch_wait(s->latch);
 }
 
+static int
+heist_plain_task(void *arg)
+{
+	storm_one(arg);
+	return 0;
+}
+
+/* heist-futures: a future per task, then every one waited for and released. */
+static void
+run_heist_futures(struct bench_job *j)
+{
+	struct storm *s = j->in;
+	heist_future **f = s->futures;
+	for (size_t k = 0; k < s->ntasks; k++) {
+		int err = heist_submit(j->pool, heist_plain_task, &s->out[k], &f[k]);
+		if (err)
+			bench_fail("W5: heist_submit of task %zu returned %d", k, err);
+	}
+	for (size_t k = 0; k < s->ntasks; k++) {
+		heist_future_wait(f[k]);
+		heist_future_release(f[k]);
+	}
+}
+
+/* heist-group: every task in one group, then one wait. */
+static void
+run_heist_group(struct bench_job *j)
+{
+	struct storm *s = j->in;
+	heist_group *g;
+	if (heist_group_create(j->pool, &g))
+		bench_fail("W5: heist_group_create failed");
+	for (size_t k = 0; k < s->ntasks; k++) {
+		int err = heist_group_submit(g, heist_plain_task, &s->out[k]);
+		if (err)
+			bench_fail("W5: heist_group_submit of task %zu returned %d", k, err);
+	}
+	if (heist_group_wait(g))
+		bench_fail("W5: heist_group_wait failed");
+	heist_group_destroy(g);
+}
+
 static void baseline_storm_task(void *arg) { storm_one(arg); }
 
 static void
@@ -112,6 +155,8 @@ static const struct bench_impl impls[] = {
 	{ "serial", 1, POOL_NONE, .run = run_serial },
 	{ "baseline", THREADS, POOL_BASELINE, .run = run_baseline, .count_allocs = true },
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist, .count_allocs = true },
+	{ "heist-futures", THREADS, POOL_HEIST, .run = run_heist_futures },
+	{ "heist-group", THREADS, POOL_HEIST, .run = run_heist_group, .count_allocs = true },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
 };
@@ -128,6 +173,7 @@ setup(struct bench_set *s)
 	for (size_t k = 0; k < st->ntasks; k++)
 		st->ref[k] = w5_body(k, st->iters);
 	st->latch = latch_create((long)st->ntasks);
+	st->futures = bench_alloc(s, st->ntasks, sizeof *st->futures);
 	return st;
 }
 
@@ -158,6 +204,18 @@ figures(struct bench_set *s)
 		double per = (double)vb->allocs / (double)st->ntasks;
 		row_metric(vb->row, "heap_allocs_per_task", per, "allocs/task %.4f", per);
 	}
+	struct variant *vf = bench_find(s, "heist-futures", N), *vg = bench_find(s, "heist-group", N);
+	if (vf && vg) {
+		double x = (double)vg->median_ns / (double)vf->median_ns;
+		row_metric(vg->row, "ratio_to_futures", x, "t/futures %.2f%s", x,
+			   x > 1.05 ? " (target <= 1.05: MISSED)" : " (target <= 1.05: met)");
+	}
+	if (vg && vg->counted) {
+		double per = (double)vg->allocs / (double)st->ntasks;
+		row_metric(vg->row, "heap_allocs_per_task", per, "allocs/task %.4f", per);
+	}
+	row_note(vf ? vf->row : NULL, "a future per task, each waited for");
+	row_note(vg ? vg->row : NULL, "one heist_group, one wait");
 	row_note(bench_set_row(s, "omp", N), "submitter is one of the %u", N);
 	row_note(bench_set_row(s, "tbb", N), "submitter is one of the %u", N);
 	row_note(vh ? vh->row : NULL, "%u workers + submitter", N);

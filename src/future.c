@@ -56,9 +56,12 @@ heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size)
 static void
 drop_belongings(struct heist_future *j)
 {
-	/* relaxed: the flag was set before the job was queued. */
-	if (atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_HEAP)
+	/* relaxed: the flags were set before the job was queued. */
+	uint32_t refs = atomic_load_explicit(&j->refs, memory_order_relaxed);
+	if (refs & REF_HEAP)
 		free(j->task.arg);
+	if (refs & REF_LENT)
+		j->token = NULL;	/* not ours to release */
 	if (j->token) {
 		heist_cancel_release(j->token);
 		j->token = NULL;

@@ -33,12 +33,15 @@ enum {
  * queued and never cleared: REF_HEAP, task.arg is heist_submit_copy's heap copy;
  * REF_EPOCH, the job was admitted in an odd idle epoch (submit.c). A third,
  * REF_UNQUEUED, marks a job that may not run yet (a continuation whose antecedent is
- * not done, a when_all future, which never runs): no waiter may claim it (then.c). */
+ * not done, a when_all future, which never runs): no waiter may claim it (then.c).
+ * A fourth, REF_LENT, says the token is lent, not referenced: a group's jobs use the
+ * group's token, which outlives them (group.c), without touching its count. */
 #define REF_USER ((uint32_t)1 << 31)
 #define REF_HEAP ((uint32_t)1 << 30)
 #define REF_EPOCH ((uint32_t)1 << 29)
 #define REF_UNQUEUED ((uint32_t)1 << 28)
-#define REF_FLAGS (REF_HEAP | REF_EPOCH | REF_UNQUEUED)
+#define REF_LENT ((uint32_t)1 << 27)
+#define REF_FLAGS (REF_HEAP | REF_EPOCH | REF_UNQUEUED | REF_LENT)
 
 /* Something to do once a job is final (DONE or CANCELLED): a continuation to queue,
  * a when_all or a group to tell (then.c, group.c). Lives in the record or structure

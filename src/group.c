@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include "cancel.h"
@@ -30,9 +29,6 @@ static void
 group_fire(struct heist__then *n, struct heist_future *j)
 {
 	struct heist_group *g = ((struct group_node *)(void *)n)->g;
-	/* seq_cst: announced before the count down, so that destroy, which waits for
-	 * pending == 0 and then for firing == 0, waits for our last touch of g. */
-	atomic_fetch_add_explicit(&g->firing, 1, memory_order_seq_cst);
 	/* acquire: pairs with the final release store; the job is final. */
 	uint32_t s = atomic_load_explicit(&j->state, memory_order_acquire);
 	int r = (s & FUT_MASK) == FUT_CANCELLED ? ECANCELED : j->task.result;
@@ -46,21 +42,18 @@ group_fire(struct heist__then *n, struct heist_future *j)
 		heist_cancel_request(g->token);	/* the rest never run, or see cancelled */
 	}
 	heist__group_count_out(g);
-	/* release: our last touch of g; pairs with destroy's acquire load. */
-	atomic_fetch_sub_explicit(&g->firing, 1, memory_order_release);
 }
 
 void
 heist__group_count_out(struct heist_group *g)
 {
-	/* seq_cst (so release): the results and writes of the group's jobs reach a
-	 * waiter that sees 0 (its acquire); seq_cst against the waiters' announcement
-	 * (heist__group_wait_sleep), so that one of us sees the other. */
-	if (atomic_fetch_sub_explicit(&g->pending, 1, memory_order_seq_cst) == 1) {
-		atomic_fetch_add_explicit(&g->done_seq, 1, memory_order_release);
-		if (atomic_load_explicit(&g->waiters, memory_order_seq_cst))
-			heist__futex_wake(&g->done_seq, INT_MAX);
-	}
+	/* release: the results and writes of the group's jobs reach a waiter that sees
+	 * 0 (its acquire). Once pending is 0 the group may be freed at any moment
+	 * (heist_group_destroy): the wake names its address only, which is harmless
+	 * even then. A waiter asleep on an older value wakes only for the last one;
+	 * one that compared before the decrement finds a new value and looks again. */
+	if (atomic_fetch_sub_explicit(&g->pending, 1, memory_order_release) == 1)
+		heist__futex_wake(&g->pending, INT_MAX);
 }
 
 bool
@@ -93,9 +86,6 @@ heist_group_create(heist_pool *pool, heist_group **out)
 	g->pool = pool;
 	atomic_init(&g->pending, 0);
 	atomic_init(&g->error, 0);
-	atomic_init(&g->done_seq, 0);
-	atomic_init(&g->waiters, 0);
-	atomic_init(&g->firing, 0);
 	*out = g;
 	return 0;
 }
@@ -108,8 +98,10 @@ heist_group_submit(heist_group *g, heist_fn fn, void *arg)
 	struct heist_future *j = heist__job_new(fn, arg, false);
 	if (!j)
 		return ENOMEM;
-	heist__cancel_acquire(g->token);
+	/* The group's token, lent: the group outlives its jobs (destroy waits for
+	 * them), so they need not count references to it, on a shared line. */
 	j->token = g->token;
+	heist__job_set_flag(j, REF_LENT, true);
 	struct group_node *n = (struct group_node *)(void *)j->inline_copy;
 	*n = (struct group_node){{NULL, group_fire}, g};
 	heist__job_then(j, &n->then);	/* a new job: it cannot be final yet */
@@ -146,11 +138,7 @@ heist_group_destroy(heist_group *g)
 {
 	if (!g)
 		return;
-	heist__wait_group(g);
-	/* The last job's fire may still be counting out: a few instructions. acquire:
-	 * pairs with its release. */
-	while (atomic_load_explicit(&g->firing, memory_order_acquire))
-		sched_yield();
+	heist__wait_group(g);	/* after it, no fire touches g (heist__group_count_out) */
 	heist_cancel_release(g->token);
 	free(g);
 }

@@ -16,12 +16,10 @@ struct heist_group {
 	heist_pool *pool;
 	heist_cancel *token;		/* shared by the group's jobs: the first error
 					   or heist_group_cancel requests it */
-	/* Jobs submitted and not final: submitters add, each job's fire subtracts. */
-	CACHE_ALIGNED _Atomic uint64_t pending;
+	/* Jobs submitted and not final: submitters add, each job's fire subtracts.
+	 * Also the futex word waiters sleep on. */
+	CACHE_ALIGNED _Atomic uint32_t pending;
 	_Atomic int error;		/* the first nonzero result, or 0 */
-	_Atomic uint32_t done_seq;	/* bumped when pending reaches 0; waiters' futex */
-	_Atomic uint32_t waiters;	/* threads asleep (or about to be) on done_seq */
-	_Atomic uint32_t firing;	/* fires still touching the group (destroy waits) */
 };
 
 /* One of g's jobs is final (or was never queued): count it out; wake the waiters when

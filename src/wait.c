@@ -184,18 +184,14 @@ sleep_word(struct heist_future *j, uint32_t s)
 	return s | FUT_WAITERS;
 }
 
-/* Sleep on g's done_seq for at most timeout_ns (0: no limit) unless g is done. */
+/* Sleep on g's pending count for at most timeout_ns (0: no limit) unless it is 0.
+ * acquire: see heist__group_done. */
 static void
 group_sleep(struct heist_group *g, uint64_t timeout_ns)
 {
-	/* seq_cst: announced before we look at pending (seq_cst), against the count
-	 * out's decrement and its load of waiters: one of us sees the other. */
-	atomic_fetch_add_explicit(&g->waiters, 1, memory_order_seq_cst);
-	/* acquire: pairs with the count out's release increment. */
-	uint32_t seq = atomic_load_explicit(&g->done_seq, memory_order_acquire);
-	if (!heist__group_done(g))
-		heist__futex_wait(&g->done_seq, seq, timeout_ns);
-	atomic_fetch_sub_explicit(&g->waiters, 1, memory_order_relaxed);
+	uint32_t p = atomic_load_explicit(&g->pending, memory_order_acquire);
+	if (p)
+		heist__futex_wait(&g->pending, p, timeout_ns);
 }
 
 /* Sleep on the awaited task's word for at most timeout_ns unless it is done. For a
