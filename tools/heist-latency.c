@@ -1068,9 +1068,20 @@ write_trace(FILE *f, const char *path, heist_pool *pool, const struct run *r,
 				     : "every task is here");
 	fprintf(t.f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
 		"\"args\":{\"name\":\"" PROG " %s\"}}", workload_names[r->o->workload]);
-	for (unsigned i = 0; i < res->stats.workers; i++)
+	/* Tracks by heist_thread_index(): the workers, then, as far as the samples
+	 * reach, the guest slot (an outside heist_for_each's caller) and the spares. */
+	unsigned n = res->stats.workers;
+	for (unsigned i = 0; i < n || i <= t.max_worker; i++) {
+		char name[32];
+		if (i < n)
+			snprintf(name, sizeof(name), "heist-%u", i);
+		else if (i == n)
+			snprintf(name, sizeof(name), "guest");
+		else
+			snprintf(name, sizeof(name), "spare-%u", i - n - 1);
 		fprintf(t.f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,"
-			"\"args\":{\"name\":\"heist-%u\"}}", i, i);
+			"\"args\":{\"name\":\"%s\"}}", i, name);
+	}
 	t.first = false;
 	if ((err = heist_profile_samples(pool, trace_event, &t)))
 		die_err("heist_profile_samples", err);
