@@ -201,19 +201,6 @@ heist__deque_peek_private(struct deque *dq)
 				    memory_order_relaxed);
 }
 
-/* Owner only. The bottom task, private or public, without taking it (a thief may take
- * a public one meanwhile: heist__deque_pop then says which is left), or NULL. relaxed:
- * only the owner writes the slots it may find here, and top only bounds the look. */
-static inline struct task *
-heist__deque_peek_bottom(struct deque *dq)
-{
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
-	if (b <= atomic_load_explicit(&dq->top, memory_order_relaxed))
-		return NULL;
-	return atomic_load_explicit(&dq->array->slot[(b - 1) & dq->array->mask],
-				    memory_order_relaxed);
-}
-
 /* Owner only. Drop the bottom task, which heist__deque_peek_private returned. */
 static inline void
 heist__deque_drop_private(struct deque *dq)

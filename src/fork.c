@@ -69,6 +69,9 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 		spawn_outside(t);
 		return;
 	}
+	/* For a thief: the idle epoch of the job this task belongs to, until the task's
+	 * own result overwrites it (worker.c). */
+	t->result = (int)w->cur_epoch;
 	counter_add(&w->stats.spawned, 1);
 	if (unlikely(!heist__deque_try_push(&w->dq, t))) {
 		spawn_full(w, t);

@@ -92,23 +92,6 @@ heist__job_release(struct heist_future *j)
 		job_free(j);
 }
 
-void
-heist__job_complete(struct heist_future *j, int r)
-{
-	j->task.result = r;	/* read only by those who see DONE, after this */
-	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
-	while ((s & FUT_MASK) == FUT_QUEUED) {
-		/* release: publishes the result; pairs with the waiters' acquire. */
-		if (atomic_compare_exchange_weak_explicit(&j->state, &s, FUT_DONE,
-							  memory_order_release,
-							  memory_order_relaxed)) {
-			if (s & FUT_WAITERS)
-				heist__futex_wake(&j->state, INT_MAX);
-			heist__job_finalized(j);
-			return;
-		}
-	}
-}
 
 bool
 heist__job_then(struct heist_future *j, struct heist__then *node)
@@ -156,6 +139,17 @@ finish(struct heist_future *j)
 	heist__job_finalized(j);
 }
 
+void
+heist__job_complete(struct heist_future *j, int r)
+{
+	/* Win j first, as a worker would (its own cancel or a claim may race us), and
+	 * write the result only then: a loser must not touch it. */
+	if (!heist__job_take(j))
+		return;
+	j->task.result = r;	/* read only by those who see DONE, after finish */
+	finish(j);
+}
+
 /* Run a job that heist__job_take gave us. Its belongings go before it is marked
  * done: once it is, the last reference may go at any moment. A job taken from a
  * queue names its runner, so that its waiters may help it (wait.c); a claimed one
@@ -170,9 +164,7 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 		atomic_store_explicit(&j->runner, w, memory_order_release);
 	}
 	uint64_t started = HEIST_PROFILER && w->profile ? heist__tsc() : 0;
-	struct heist_future *outer = heist__current_job_swap(j);
 	j->task.result = j->task.fn(j->task.arg);
-	heist__current_job_swap(outer);
 	drop_belongings(j);
 	if (HEIST_PROFILER && unlikely(w->profile))
 		heist__profile_record(w->prof, w->index, j->task.created_tsc, started,
@@ -180,16 +172,24 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 	finish(j);
 }
 
-/* A job we won: run it, unless its token was cancelled before it could start. */
+/* A job we won: run it, unless its token was cancelled before it could start. It is
+ * the thread's job (for heist_cancelled, and its idle epoch for what it submits) until
+ * it is final, so that the continuations its end queues count in its epoch too: it is
+ * still counted in live meanwhile (submit.c). */
 static void
 run_won(struct heist_future *j, struct worker *w, bool from_queue)
 {
+	struct heist_future *outer = heist__current_job_swap(j);
+	unsigned outer_epoch = w->cur_epoch;
+	w->cur_epoch = heist__job_epoch(j);
 	if (heist__job_token_cancelled(j)) {
 		drop_belongings(j);
 		heist__job_cancel_taken(j);
-		return;
+	} else {
+		run_taken(j, w, from_queue);
 	}
-	run_taken(j, w, from_queue);
+	w->cur_epoch = outer_epoch;
+	heist__current_job_swap(outer);
 }
 
 void

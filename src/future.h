@@ -27,21 +27,25 @@ enum {
 	FUT_TAKEN = 16,	/* with CANCELLED: a worker took it, then found its token cancelled */
 };
 
-/* refs: a count of references (the queue's 1, and one for each when_all waiting on it
- * or continuation list holding it) plus REF_USER while the caller holds its future;
- * the record is freed when none is left. Two flags ride along, set before the job is
- * queued and never cleared: REF_HEAP, task.arg is heist_submit_copy's heap copy;
- * REF_EPOCH, the job was admitted in an odd idle epoch (submit.c). A third,
- * REF_UNQUEUED, marks a job that may not run yet (a continuation whose antecedent is
- * not done, a when_all future, which never runs): no waiter may claim it (then.c).
- * A fourth, REF_LENT, says the token is lent, not referenced: a group's jobs use the
- * group's token, which outlives them (group.c), without touching its count. */
+/* refs: a count of references (the queue's 1, and one for each when_all waiting on it,
+ * continuation list or continuation holding it) plus REF_USER while the caller holds
+ * its future; the record is freed when none is left. Flags ride along, set before the
+ * job can be seen by another thread (heist__job_set_flag) unless said otherwise:
+ * REF_HEAP, task.arg is heist_submit_copy's heap copy; REF_EPOCH, the job was admitted
+ * in an odd idle epoch (submit.c; a continuation's is set when it is queued, by
+ * heist__job_admit_shared); REF_UNQUEUED, a job that may not run yet (a continuation
+ * whose antecedent is not done, a when_all future, which never runs): no waiter may
+ * claim it (cleared by heist__job_admit_shared); REF_LENT, the token is lent, not
+ * referenced: a group's jobs use the group's token, which outlives them (group.c),
+ * without touching its count; REF_DEPS, a continuation or when_all future, whose
+ * inline_copy says what it waits for (then.c), for its waiters to help with. */
 #define REF_USER ((uint32_t)1 << 31)
 #define REF_HEAP ((uint32_t)1 << 30)
 #define REF_EPOCH ((uint32_t)1 << 29)
 #define REF_UNQUEUED ((uint32_t)1 << 28)
 #define REF_LENT ((uint32_t)1 << 27)
-#define REF_FLAGS (REF_HEAP | REF_EPOCH | REF_UNQUEUED | REF_LENT)
+#define REF_DEPS ((uint32_t)1 << 26)
+#define REF_FLAGS (REF_HEAP | REF_EPOCH | REF_UNQUEUED | REF_LENT | REF_DEPS)
 
 /* Something to do once a job is final (DONE or CANCELLED): a continuation to queue,
  * a when_all or a group to tell (then.c, group.c). Lives in the record or structure
@@ -123,11 +127,26 @@ heist__job_set_flag(struct heist_future *j, uint32_t flag, bool on)
 	atomic_store_explicit(&j->refs, on ? r | flag : r & ~flag, memory_order_relaxed);
 }
 
-/* Before the job is queued: admit it in epoch e (parity). */
+/* Before the job is queued, while nobody else can see it: admit it in epoch e
+ * (parity). */
 static inline void
 heist__job_set_epoch(struct heist_future *j, unsigned e)
 {
 	heist__job_set_flag(j, REF_EPOCH, e & 1);
+}
+
+/* Before a continuation is queued: admit it in epoch e and let it run (clear
+ * REF_UNQUEUED), in one read-modify-write, since others may hold its future and take
+ * or drop references meanwhile. relaxed: the queue's hand-off publishes the flags to
+ * the worker that takes it; a waiter that claims it reads only REF_UNQUEUED, itself. */
+static inline void
+heist__job_admit_shared(struct heist_future *j, unsigned e)
+{
+	uint32_t r = atomic_load_explicit(&j->refs, memory_order_relaxed), want;
+	do
+		want = (r & ~(REF_EPOCH | REF_UNQUEUED)) | ((e & 1) ? REF_EPOCH : 0);
+	while (!atomic_compare_exchange_weak_explicit(&j->refs, &r, want, memory_order_relaxed,
+						      memory_order_relaxed));
 }
 
 /* Take one more counted reference to a job the caller already holds one to. */
@@ -149,6 +168,13 @@ void heist__job_finalized(struct heist_future *j);
 /* Have node fired when j is final. Returns false, without linking it, if j is final
  * already: then the caller fires it itself, or does what firing would do. */
 bool heist__job_then(struct heist_future *j, struct heist__then *node);
+
+/* For a waiter of j that may not run yet (REF_DEPS): call help(ctx, d) for each job
+ * d that j waits for (a continuation's antecedent, a when_all's inputs), each kept
+ * alive across the call, until one returns true; returns whether one did. False at
+ * once for other jobs, and once j's wait is over. then.c. */
+bool heist__job_help_deps(struct heist_future *j,
+			  bool (*help)(void *ctx, struct heist_future *d), void *ctx);
 
 static inline bool
 heist__job_done(const struct heist_future *j)

@@ -52,15 +52,16 @@ unregister_pool(struct heist_pool *pool)
 }
 
 int
-heist__pool_submit_if_alive(struct heist_pool *pool, struct heist_future *j)
+heist__pool_enter_if_alive(struct heist_pool *pool, unsigned *epoch)
 {
 	/* Under the registry's lock destroy cannot begin (it unregisters first), and
-	 * once the submit has entered, destroy waits for the job (submit.c). */
+	 * once we have entered, destroy waits for us (submit.c). Only the enter is
+	 * made under the lock: a push may block on a full injector. */
 	pthread_mutex_lock(&registry_lock);
 	struct heist_pool *p = registry;
 	while (p && p != pool)
 		p = p->next_live;
-	int err = p ? heist__submit_queue(pool, j) : ESHUTDOWN;
+	int err = p ? heist__pool_enter(pool, epoch) : ESHUTDOWN;
 	pthread_mutex_unlock(&registry_lock);
 	return err;
 }

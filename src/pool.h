@@ -45,14 +45,16 @@ struct heist_pool {
 	 * argues the drain. Submitters add at once; workers subtract in batches
 	 * (done_unflushed) when they run out of work, so the count is never below the
 	 * truth and reaches 0 only when everything has run. */
-	CACHE_ALIGNED _Atomic uint64_t live[2];	/* per idle epoch (submit.c) */
+	/* One word, a 32-bit count per idle epoch (submit.c): one modification order
+	 * for both, so that destroy's one load sees a job counted in either. */
+	CACHE_ALIGNED _Atomic uint64_t live;
 	_Atomic uint32_t drain_seq;	/* destroy and idle waiters sleep on it */
 	/* Threads inside heist__pool_leave. A thread that is not a worker may be
 	 * the one that brings live to 0, and it still touches the pool after that:
 	 * destroy waits until this is 0 too before it frees anything. */
 	_Atomic uint32_t finishing;
-	/* heist_pool_wait_idle (submit.c): outside admissions count in
-	 * live[epoch & 1]; waiters move it on, one at a time, under idle_lock. */
+	/* heist_pool_wait_idle (submit.c): outside admissions count in epoch & 1's
+	 * half of live; waiters move it on, one at a time, under idle_lock. */
 	_Atomic uint32_t epoch;
 	_Atomic uint32_t idle_drained;	/* the epochs below it are drained */
 	_Atomic uint32_t idle_waiters;
@@ -88,10 +90,11 @@ heist__worker_is_spare(const struct worker *w)
 	return w->index > w->pool->n;
 }
 
-/* Queue job j on pool if the pool is still alive (not destroyed, not being
- * destroyed): for threads that hold no reference that keeps it so. 0, ESHUTDOWN, or
- * ENOMEM; on error j is left to the caller. */
-int heist__pool_submit_if_alive(struct heist_pool *pool, struct heist_future *j);
+/* Enter pool from outside (heist__pool_enter) if it is still alive: in the registry
+ * of live pools (not destroyed, nor being destroyed). For threads that hold nothing
+ * that keeps the pool alive. A pool is known by its address: a new pool at the
+ * address of a destroyed one is taken for it. 0 or ESHUTDOWN. */
+int heist__pool_enter_if_alive(struct heist_pool *pool, unsigned *epoch);
 
 /* Set up slot i's record: its deque, its profile buffer, its victims. 0 or ENOMEM. */
 int heist__pool_slot_init(struct heist_pool *pool, unsigned i);

@@ -4,45 +4,49 @@
  * heist_pool_destroy drains, and heist_pool_wait_idle.
  *
  * The drain argument. `live` counts the jobs accepted and not yet finished, and the
- * guests inside the pool (an outside heist_for_each), in two counters, one per idle
- * epoch (below); "live is 0" means both are. Destroy sets `shutting`, then waits for
- * live to be 0; it frees the pool only after that.
+ * guests inside the pool (an outside heist_for_each): one 64-bit word holding a 32-bit
+ * count per idle epoch (below), so that every change to either is a read-modify-write
+ * of one atomic object, in one modification order. Destroy sets `shutting`, then waits
+ * for the word to be 0; it frees the pool only after that.
  * (1) A thread that is not a worker enters (heist__pool_enter: an outside submit, a
- *     guest) by adding 1 to one counter and then loading shutting, both seq_cst, and
- *     leaves again at once if it is set.
- * (2) Destroy stores shutting and then loads both counters, all seq_cst.
- *     In the single total order of seq_cst operations, either (1)'s load follows
- *     (2)'s store, and the entrant sees shutting and backs out, or (1)'s add precedes
- *     (2)'s load of that counter, and destroy sees the entrant counted and waits for
- *     it. So destroy never frees a pool that a thread it did not wait for has entered.
+ *     guest) by adding 1 to live and then loading shutting, both seq_cst, and leaves
+ *     again at once if it is set.
+ * (2) Destroy stores shutting and then loads live, both seq_cst. In the single total
+ *     order of seq_cst operations, either (1)'s load follows (2)'s store, and the
+ *     entrant sees shutting and backs out, or (1)'s add precedes (2)'s load, and
+ *     destroy sees the entrant counted and waits for it. So destroy never frees a
+ *     pool that a thread it did not wait for has entered.
  * (3) A worker's submit needs no handshake: it runs inside a job (or a guest's loop)
- *     that is itself counted and not yet finished, so live > 0 until after its add,
- *     whichever counter it adds to; the add may be relaxed because the enclosing job's
- *     counter stays above 0 across it. Such submits are accepted during the drain, as
- *     heist.h promises, and drained too; so are continuations (heist_future_then),
- *     queued by the worker that just ran their antecedent, still counted.
- * (4) A leave subtracts with seq_cst and then loads shutting and the other counter
- *     (seq_cst). The leave that brings live to 0 either sees shutting and both at 0
- *     and wakes destroy, or comes before destroy's store in the total order, and then
- *     destroy's loads see 0 and it never sleeps. Two leaves that empty the two
- *     counters cannot both miss each other (each loads the other's counter after its
- *     own subtraction: Dekker). Destroy reads drain_seq before live, so a wake between
- *     its load and its futex wait changes the word and the wait returns at once.
+ *     that is itself counted and not yet finished, and its add is sequenced before
+ *     that job's subtraction, so it precedes it in live's modification order
+ *     whichever half it adds to: live > 0 from the parent's add until after the
+ *     child's subtraction. The add may be relaxed for that reason. Such submits are
+ *     accepted during the drain, as heist.h promises, and drained too; so are
+ *     continuations (heist_future_then), queued while the job whose end made them
+ *     runnable, or the job of the thread that cancelled it, is still counted.
+ * (4) A leave subtracts with seq_cst and then loads shutting (seq_cst). The leave
+ *     that brings live to 0 either sees shutting and wakes destroy, or comes before
+ *     destroy's store in the total order, and then destroy's load sees 0 and it never
+ *     sleeps. Destroy reads drain_seq before live, so a wake between its load and its
+ *     futex wait changes the word and the wait returns at once.
  * (5) The thread that brings live to 0 may be no worker, and it still touches the pool
  *     (the wake) after that: it announces itself in `finishing` before its
  *     subtraction and withdraws after its last access; destroy waits for finishing to
  *     be 0 as well.
  * A job leaves only once it has run or been skipped as cancelled (workers subtract
  * what they finished in batches, done_unflushed, before they idle), so live is never
- * below the truth, and when destroy sees 0 nothing accepted is still to run.
+ * below the truth, and when destroy sees 0 nothing accepted is still to run. Neither
+ * half ever goes below 0 (a job's subtraction follows its add), so neither borrows
+ * from the other; 2^32 jobs in flight would need terabytes of records.
  *
  * Idle epochs. heist_pool_wait_idle must wait for what was accepted before the call
  * and what that work submits, but not for what concurrent submitters add after it,
- * or it might never return. So outside admissions count in live[epoch & 1], and a job
- * submitted from a task counts in its parent job's epoch (REF_EPOCH), a continuation
- * in its antecedent's. A waiter (serialised by idle_lock) first waits for the older
+ * or it might never return. So outside admissions count in the half of live for
+ * epoch & 1, and a job submitted from a task counts in its parent job's epoch
+ * (REF_EPOCH), a continuation in the epoch of the job being finished (or run) by the
+ * thread that queues it. A waiter (serialised by idle_lock) first waits for the older
  * epoch to drain, then moves `epoch` on, so that new outside work counts in the other
- * counter, and waits for the epoch it left. A submit from a task whose job is unknown
+ * half, and waits for the epoch it left. A submit from a task whose job is unknown
  * (a stolen fork-join child) counts in the older epoch while a waiter is active, and
  * in the current one otherwise: never later than its parent's, so waiters may wait
  * for more than they must, never for less. */
@@ -67,19 +71,32 @@ wake_drainers(struct heist_pool *pool)
 	heist__futex_wake(&pool->drain_seq, INT_MAX);
 }
 
+/* The amount to add to live for n jobs of epoch e. */
+static inline uint64_t
+live_units(unsigned e, uint64_t n)
+{
+	return n << (32 * (e & 1));
+}
+
+/* The count of epoch e in a value of live. */
+static inline uint32_t
+live_half(uint64_t v, unsigned e)
+{
+	return (uint32_t)(v >> (32 * (e & 1)));
+}
+
 void
 heist__pool_leave(struct heist_pool *pool, unsigned epoch, uint64_t n)
 {
-	unsigned e = epoch & 1;
-	/* seq_cst: announced before the decrement below, so a destroy that sees live
+	uint64_t units = live_units(epoch, n);
+	/* seq_cst: announced before the subtraction below, so a destroy that sees live
 	 * reach 0 also sees us here (both seq_cst), and waits for our last access. (5) */
 	atomic_fetch_add_explicit(&pool->finishing, 1, memory_order_seq_cst);
-	/* seq_cst, and seq_cst on shutting, idle_waiters and the other counter: (4). */
-	uint64_t old = atomic_fetch_sub_explicit(&pool->live[e], n, memory_order_seq_cst);
-	if (old == n &&
+	/* seq_cst, and seq_cst on shutting and idle_waiters: (4). */
+	uint64_t old = atomic_fetch_sub_explicit(&pool->live, units, memory_order_seq_cst);
+	if (live_half(old, epoch) == n &&
 	    (atomic_load_explicit(&pool->idle_waiters, memory_order_seq_cst) ||
-	     (atomic_load_explicit(&pool->shutting, memory_order_seq_cst) &&
-	      atomic_load_explicit(&pool->live[!e], memory_order_seq_cst) == 0)))
+	     (old == units && atomic_load_explicit(&pool->shutting, memory_order_seq_cst))))
 		wake_drainers(pool);
 	/* release, our last touch of the pool: pairs with destroy's acquire loads. */
 	atomic_fetch_sub_explicit(&pool->finishing, 1, memory_order_release);
@@ -91,7 +108,7 @@ heist__pool_enter(struct heist_pool *pool, unsigned *epoch)
 	/* seq_cst: a waiter that moved the epoch on since waits for this one too. */
 	*epoch = atomic_load_explicit(&pool->epoch, memory_order_seq_cst) & 1;
 	/* Both seq_cst: (1). */
-	atomic_fetch_add_explicit(&pool->live[*epoch], 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&pool->live, live_units(*epoch, 1), memory_order_seq_cst);
 	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
 		heist__pool_leave(pool, *epoch, 1);
 		return ESHUTDOWN;
@@ -99,11 +116,13 @@ heist__pool_enter(struct heist_pool *pool, unsigned *epoch)
 	return 0;
 }
 
-/* Whether live[e] is 0. seq_cst: the loads of (2) and of the idle waiter. */
+/* Whether epoch e's half of live is 0 (both: the whole word). seq_cst: the load of
+ * (2), and of the idle waiter. */
 static bool
-drained(struct heist_pool *pool, unsigned e)
+drained(struct heist_pool *pool, bool both, unsigned e)
 {
-	return atomic_load_explicit(&pool->live[e & 1], memory_order_seq_cst) == 0;
+	uint64_t v = atomic_load_explicit(&pool->live, memory_order_seq_cst);
+	return both ? v == 0 : live_half(v, e) == 0;
 }
 
 /* Whether idle epoch e is drained: every job admitted in it, and what they submitted,
@@ -116,7 +135,7 @@ epoch_drained(struct heist_pool *pool, unsigned e)
 {
 	return (int32_t)(atomic_load_explicit(&pool->idle_drained, memory_order_acquire) - e) >
 		       0 ||
-	       drained(pool, e);
+	       drained(pool, false, e);
 }
 
 /* Epochs below `upto` are drained: raise idle_drained (monotone) and wake sleepers. */
@@ -140,7 +159,7 @@ wait_drained(struct heist_pool *pool, bool both, unsigned e)
 	for (;;) {
 		/* acquire: pairs with the leaver's release increment. (4) */
 		uint32_t seq = atomic_load_explicit(&pool->drain_seq, memory_order_acquire);
-		if (both ? drained(pool, 0) && drained(pool, 1) : epoch_drained(pool, e))
+		if (both ? drained(pool, true, 0) : epoch_drained(pool, e))
 			return;
 		heist__futex_wait(&pool->drain_seq, seq, 0);
 	}
@@ -181,73 +200,96 @@ heist_pool_wait_idle(heist_pool *pool)
 	return 0;
 }
 
-static int
-submit_outside(struct heist_pool *pool, struct heist_future *j)
+/* Queue j, admitted in epoch e (by the caller's enter), in the injector. shared: j is
+ * a continuation, whose future others may hold already. */
+static void
+push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool shared)
 {
-	unsigned e;
-	int err = heist__pool_enter(pool, &e);
-	if (err)
-		return err;
-	heist__job_set_epoch(j, e);
+	if (shared)
+		heist__job_admit_shared(j, e);
+	else
+		heist__job_set_epoch(j, e);
 	heist__injector_reserve(&pool->injector);
 	heist__injector_push(&pool->injector, &j->task);
 	heist__sleep_notify(&pool->sleep);
-	return 0;
 }
 
-/* The epoch of work a task of w's pool submits: its job's (see the top). */
-static unsigned
-inherited_epoch(struct worker *w)
+/* The worker of pool on this thread whose submits are counted inside its work (3),
+ * or NULL: submit from outside. A worker in a hook runs no counted work. */
+static struct worker *
+counted_worker(struct heist_pool *pool)
 {
-	struct heist_future *parent = heist__current_job;
-	if (parent && parent->task.pool == w->pool)
-		return heist__job_epoch(parent);
-	/* relaxed: waiters change these under their lock; an older epoch is never
-	 * wrong (see the top), only more than needed. */
-	unsigned e = atomic_load_explicit(&w->pool->epoch, memory_order_relaxed);
-	return atomic_load_explicit(&w->pool->idle_waiters, memory_order_relaxed) ? e - 1 : e;
+	struct worker *w = heist__self;
+	return w && w->pool == pool && !w->in_hook ? w : NULL;
 }
 
-/* Push j, counted in epoch e, on w's deque (or, from the guest slot, the injector:
- * the guest's deque is nobody's once it leaves). */
+/* Push j, counted in the epoch of w's current work (w->cur_epoch), on w's deque (or,
+ * from the guest slot, the injector: the guest's deque is nobody's once it leaves).
+ * shared: as for push_outside. */
 static int
-queue_local(struct worker *w, struct heist_future *j, unsigned e)
+queue_local(struct worker *w, struct heist_future *j, bool shared)
 {
 	struct heist_pool *pool = w->pool;
-	heist__job_set_epoch(j, e);
+	unsigned e = w->cur_epoch;
+	if (shared)
+		heist__job_admit_shared(j, e);
+	else
+		heist__job_set_epoch(j, e);
 	/* relaxed: (3). */
-	atomic_fetch_add_explicit(&pool->live[e & 1], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
 	if (heist__worker_is_guest(w)) {
 		heist__injector_requeue(&pool->injector, &j->task);
 		heist__sleep_notify(&pool->sleep);
 		return 0;
 	}
 	if (heist__deque_push(&w->dq, &j->task)) {
-		atomic_fetch_sub_explicit(&pool->live[e & 1], 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
 		return ENOMEM;
 	}
 	heist__worker_publish(w, 0);
 	return 0;
 }
 
-int
-heist__submit_continuation(struct worker *w, struct heist_future *c,
-			   const struct heist_future *f)
+/* Stamp j for the profiler, before anyone may run it. */
+static void
+stamp(struct heist_pool *pool, struct heist_future *j)
 {
-	if (HEIST_PROFILER && w->pool->profile)
-		c->task.created_tsc = heist__tsc();
-	return queue_local(w, c, heist__job_epoch(f));
+	if (HEIST_PROFILER && pool->profile)
+		j->task.created_tsc = heist__tsc();
+}
+
+int
+heist__submit_continuation(struct heist_future *c)
+{
+	struct heist_pool *pool = c->task.pool;
+	struct worker *w = counted_worker(pool);
+	if (w) {
+		stamp(pool, c);
+		return queue_local(w, c, true);
+	}
+	unsigned e;
+	int err = heist__pool_enter_if_alive(pool, &e);
+	if (err)
+		return err;
+	stamp(pool, c);
+	push_outside(pool, c, e, true);
+	return 0;
 }
 
 int
 heist__submit_queue(struct heist_pool *pool, struct heist_future *j)
 {
-	struct worker *w = heist__self;
 	j->task.pool = pool;
-	if (HEIST_PROFILER && pool->profile)
-		j->task.created_tsc = heist__tsc();
-	return w && w->pool == pool ? queue_local(w, j, inherited_epoch(w))
-				    : submit_outside(pool, j);
+	stamp(pool, j);
+	struct worker *w = counted_worker(pool);
+	if (w)
+		return queue_local(w, j, false);
+	unsigned e;
+	int err = heist__pool_enter(pool, &e);
+	if (err)
+		return err;
+	push_outside(pool, j, e, false);
+	return 0;
 }
 
 int

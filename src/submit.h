@@ -35,10 +35,13 @@ int heist__submit_job(struct heist_pool *pool, struct heist_future *j, heist_fut
 /* The same, but on error (ESHUTDOWN, ENOMEM) the job is left to the caller. */
 int heist__submit_queue(struct heist_pool *pool, struct heist_future *j);
 
-/* Queue job c, a continuation of job f, which worker w (a thread of c's pool) has just
- * finished running: counted in f's epoch, and accepted during a drain, as a worker's
- * own submit is. Returns 0 or ENOMEM (c is then not queued). */
-int heist__submit_continuation(struct worker *w, struct heist_future *c,
-			       const struct heist_future *f);
+/* Queue continuation c on its pool (c->task.pool, set when it was made), which may
+ * hold its future already: admitted and made runnable in one read-modify-write
+ * (heist__job_admit_shared). From a worker of the pool, as its own submit: counted in
+ * the epoch of its current work, which is the job whose end made c runnable or the
+ * job that cancelled it, and accepted during a drain; from any other thread, from
+ * outside, if the pool is still alive. Returns 0, ESHUTDOWN or ENOMEM (c is then not
+ * queued, and still REF_UNQUEUED). */
+int heist__submit_continuation(struct heist_future *c);
 
 #endif

@@ -31,6 +31,8 @@ struct task {
 	 * (and wakes the owner if it found TASK_SLEEPER); heist_sync loads it with
 	 * acquire. Jobs: always TASK_JOB. */
 	_Atomic uint32_t state;
+	/* The task's result once it is done. A spawned task that is not done holds its
+	 * spawner's idle epoch here instead (fork.c), for the thief (worker.c). */
 	int result;
 	union {
 		/* Spawned: the worker that stole it, stored with release once it has

@@ -5,20 +5,26 @@
  *
  * A continuation C of job F is a job record like any other, made at the call and
  * queued only once F is done: its node lives in C's own inline_copy, and the list of
- * F holds C's queue reference meanwhile. F done: the worker that ran F queues C, as
- * its own submit (submit.c: counted in F's epoch, accepted during a drain). F
- * cancelled: C is cancelled too, without running. C cancelled first (its own future):
- * it is simply dropped when F fires. If F is final before C is linked, the caller
- * does what firing would do, which for a DONE F means entering F's pool from outside:
- * through the registry of live pools (pool.c), so that a pool already destroyed is
- * refused (ESHUTDOWN), not touched.
+ * F holds C's queue reference meanwhile. F done: the thread that made it so queues C
+ * (submit.c): a worker of the pool as its own submit, counted in the epoch of the job
+ * it is finishing, accepted during a drain; any other thread from outside, through
+ * the registry of live pools (pool.c), so that a pool already destroyed is refused
+ * (ESHUTDOWN), not touched. F cancelled (by its future or its token; not a job that
+ * ran and returned ECANCELED): C is cancelled too, without running. C cancelled first
+ * (its own future): it is simply dropped when F fires. If F is final before C is
+ * linked, the caller does what firing would do.
  *
  * A when_all future W is a job record that never runs: one allocation holds a node per
  * input and a count of inputs not yet final (and one for the setup itself, so that W
  * cannot complete while inputs are still being linked). The last input to end computes
  * W's result, the first nonzero in array order, and makes W final; W holds a reference
  * to each input until then. W cancelled by its own future: it ends at once, with
- * ECANCELED; the inputs go on. */
+ * ECANCELED; the inputs go on.
+ *
+ * Both lend what they wait for to their waiters: a worker waiting for C may run F,
+ * one waiting for W may run W's inputs (wait.c), which is what keeps such waits from
+ * needing another thread. The lease below keeps those jobs alive while a waiter reads
+ * them, and lets them go once the wait is over and the last reader is out. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -38,6 +44,15 @@ final_result(const struct heist_future *j)
 	return (s & FUT_MASK) == FUT_CANCELLED ? ECANCELED : j->task.result;
 }
 
+/* Whether a final job was cancelled (by its future or its token) rather than run: a
+ * job that ran and returned ECANCELED was not. acquire: as final_result. */
+static bool
+was_cancelled(const struct heist_future *j)
+{
+	return (atomic_load_explicit((_Atomic uint32_t *)&j->state, memory_order_acquire) &
+		FUT_MASK) == FUT_CANCELLED;
+}
+
 /* A job that will never run makes itself final with ECANCELED, if nobody did yet. */
 static void
 abandon(struct heist_future *j)
@@ -46,20 +61,54 @@ abandon(struct heist_future *j)
 	heist__job_release(j);	/* the reference the list (or the caller) held */
 }
 
-/* ---- continuations ---- */
+/* ---- what a waiting job waits for, lent to its waiters ---- */
 
-/* C may run now: waiters may claim it. relaxed: an RMW, since C's future may already
- * be in its caller's hands; what C's fields hold reached any waiter with that future. */
-static void
-runnable(struct heist_future *c)
+/* A continuation or when_all future J waits for other jobs; a worker that waits for J
+ * may run those (wait.c), but must not read them once J's wait is over and they are
+ * let go. The lease says whether they may still be read (LEASE_OPEN) and how many
+ * waiters are reading them; whoever brings it to 0, the one who closes it or the last
+ * reader, lets them go (lease_done). */
+#define LEASE_OPEN ((uint32_t)1 << 31)
+
+/* Try to become a reader. relaxed: the jobs are let go only by the read-modify-write
+ * that brings the word to 0 (acq_rel, lease_return), after our own return (release)
+ * in the word's order, so every read we make in between comes before it; what we
+ * read was set before J could be seen, and reached us with J's future. */
+static bool
+lease_borrow(_Atomic uint32_t *lease)
 {
-	atomic_fetch_and_explicit(&c->refs, ~(uint32_t)REF_UNQUEUED, memory_order_relaxed);
+	uint32_t v = atomic_load_explicit(lease, memory_order_relaxed);
+	while (v & LEASE_OPEN)
+		if (atomic_compare_exchange_weak_explicit(lease, &v, v + 1, memory_order_relaxed,
+							  memory_order_relaxed))
+			return true;
+	return false;
 }
 
-static struct heist__then *
-cont_node(struct heist_future *c)
+/* Stop reading (a reader) or close the lease (its owner, once): whether the lease is
+ * now 0, and the caller must let the jobs go. acq_rel: the last one out lets go after
+ * every other reader's reads. */
+static bool
+lease_return(_Atomic uint32_t *lease, uint32_t what)
 {
-	return (struct heist__then *)(void *)c->inline_copy;
+	return atomic_fetch_sub_explicit(lease, what, memory_order_acq_rel) == what;
+}
+
+/* ---- continuations ---- */
+
+/* A continuation C keeps, in its inline_copy: its node on F's list, F itself (with a
+ * reference, for C's waiters to help with) and the lease on F. */
+struct cont {
+	struct heist__then node;
+	struct heist_future *dep;
+	_Atomic uint32_t lease;
+};
+static_assert(sizeof(struct cont) <= JOB_INLINE_COPY, "a continuation's record");
+
+static struct cont *
+cont_of(struct heist_future *c)
+{
+	return (struct cont *)(void *)c->inline_copy;
 }
 
 static struct heist_future *
@@ -69,35 +118,41 @@ cont_job(struct heist__then *n)
 					       offsetof(struct heist_future, inline_copy));
 }
 
-/* C may run: queue it on its pool, from wherever we are. The worker that ran F counts
- * it as its own submit (in F's epoch, accepted during a drain); any other thread (one
- * that cancelled a when_all's input, a worker of another pool) enters the pool from
- * outside, if it is still alive. If it cannot be queued, C ends with the error, never
- * run. Consumes the caller's reference (it becomes the queue's). */
+/* C's wait for F is over: close the lease, and let F go unless a reader still has it.
+ * Before C is queued, while C is surely alive. */
 static void
-queue_continuation(struct heist_future *c, const struct heist_future *f)
+cont_close(struct heist_future *c)
 {
-	struct worker *w = heist__self;
-	runnable(c);
-	int err = w && w->pool == c->task.pool
-			  ? heist__submit_continuation(w, c, f)
-			  : heist__pool_submit_if_alive(c->task.pool, c);
+	struct cont *k = cont_of(c);
+	struct heist_future *f = k->dep;	/* before the close: C may go after it */
+	if (lease_return(&k->lease, LEASE_OPEN))
+		heist__job_release(f);
+}
+
+/* C may run: queue it on its pool, from wherever we are (submit.c). If it cannot be
+ * queued, C ends with the error, never run. Consumes the caller's reference (it
+ * becomes the queue's). */
+static void
+queue_continuation(struct heist_future *c)
+{
+	int err = heist__submit_continuation(c);
 	if (err) {
-		heist__job_complete(c, err);	/* unless claimed or cancelled meanwhile */
+		heist__job_complete(c, err);	/* unless cancelled meanwhile */
 		heist__job_release(c);
 	}
 }
 
-/* F is final, on the thread that made it so. */
+/* F is final, on the thread that made it so (F is alive until we return). */
 static void
 cont_fire(struct heist__then *n, struct heist_future *f)
 {
 	struct heist_future *c = cont_job(n);
+	cont_close(c);
 	/* relaxed: a peek; C's own cancel or the queue's take decides later. */
 	bool queued = (atomic_load_explicit(&c->state, memory_order_relaxed) & FUT_MASK) ==
 		      FUT_QUEUED;
-	if (queued && final_result(f) != ECANCELED)
-		queue_continuation(c, f);
+	if (queued && !was_cancelled(f))
+		queue_continuation(c);
 	else
 		abandon(c);	/* F cancelled (or C itself): C never runs */
 }
@@ -113,24 +168,25 @@ heist_future_then(heist_future *f, heist_fn fn, void *arg, heist_future **out)
 	if (!c)
 		return ENOMEM;
 	c->task.pool = f->task.pool;
-	heist__job_set_flag(c, REF_UNQUEUED, true);	/* not before F is done */
-	struct heist__then *n = cont_node(c);
-	n->fire = cont_fire;
+	heist__job_set_flag(c, REF_UNQUEUED | REF_DEPS, true);	/* not before F is done */
+	struct cont *k = cont_of(c);
+	k->node.fire = cont_fire;
+	k->dep = f;
+	heist__job_ref(f);	/* C's, until its lease is over */
+	atomic_init(&k->lease, LEASE_OPEN);
 	if (out)
 		*out = c;
-	if (heist__job_then(f, n))
+	if (heist__job_then(f, &k->node))
 		return 0;
 	/* F is final already: do what firing would. The pool may be gone: nothing is
 	 * queued then, and the call fails rather than hand out a future that will
 	 * never run. */
-	if (final_result(f) == ECANCELED) {
+	cont_close(c);
+	if (was_cancelled(f)) {
 		abandon(c);
 		return 0;
 	}
-	runnable(c);
-	struct worker *w = heist__self;
-	int err = w && w->pool == c->task.pool ? heist__submit_queue(c->task.pool, c)
-					       : heist__pool_submit_if_alive(c->task.pool, c);
+	int err = heist__submit_continuation(c);
 	if (err) {
 		if (out)
 			*out = NULL;
@@ -156,7 +212,31 @@ struct all {
 	struct all_input in[];
 };
 
-/* Every input is final: W's result, W final, and the inputs let go. */
+/* A when_all future W keeps, in its inline_copy, its struct all and the lease on it:
+ * the inputs are let go, and the struct freed, when the lease is over. */
+struct all_ref {
+	struct all *all;
+	_Atomic uint32_t lease;
+};
+static_assert(sizeof(struct all_ref) <= JOB_INLINE_COPY, "a when_all's record");
+
+static struct all_ref *
+all_ref_of(struct heist_future *w)
+{
+	return (struct all_ref *)(void *)w->inline_copy;
+}
+
+/* The inputs are let go. */
+static void
+all_free(struct all *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		heist__job_release(a->in[i].f);
+	free(a);
+}
+
+/* Every input is final: W's result, W final. W holds a reference to itself until
+ * here; the inputs are let go once no waiter of W reads them. */
 static void
 all_complete(struct all *a)
 {
@@ -164,11 +244,10 @@ all_complete(struct all *a)
 	int r = 0;
 	for (size_t i = 0; i < a->n && !r; i++)
 		r = final_result(a->in[i].f);
-	for (size_t i = 0; i < a->n; i++)
-		heist__job_release(a->in[i].f);
+	if (lease_return(&all_ref_of(w)->lease, LEASE_OPEN))
+		all_free(a);
 	heist__job_complete(w, r);	/* unless W's own future cancelled it */
 	heist__job_release(w);
-	free(a);
 }
 
 static void
@@ -208,10 +287,12 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 		return ENOMEM;
 	}
 	w->task.pool = pool;
-	heist__job_set_flag(w, REF_UNQUEUED, true);	/* W never runs */
+	heist__job_set_flag(w, REF_UNQUEUED | REF_DEPS, true);	/* W never runs */
 	a->w = w;	/* holds w's counted reference until it completes */
 	a->n = n;
 	atomic_init(&a->left, n + 1);
+	all_ref_of(w)->all = a;
+	atomic_init(&all_ref_of(w)->lease, LEASE_OPEN);
 	*out = w;
 	for (size_t i = 0; i < n; i++) {
 		a->in[i] = (struct all_input){{NULL, all_fire}, fs[i], a};
@@ -221,4 +302,36 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 	}
 	all_count_down(a);	/* the setup's own count */
 	return 0;
+}
+
+/* ---- helping ---- */
+
+bool
+heist__job_help_deps(struct heist_future *j,
+		     bool (*help)(void *ctx, struct heist_future *d), void *ctx)
+{
+	/* relaxed: REF_DEPS was set before anyone could see j. */
+	if (!(atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_DEPS))
+		return false;
+	bool helped = false;
+	if (j->task.fn) {	/* a continuation */
+		struct cont *k = cont_of(j);
+		if (!lease_borrow(&k->lease))
+			return false;
+		struct heist_future *f = k->dep;
+		helped = help(ctx, f);
+		if (lease_return(&k->lease, 1))
+			heist__job_release(f);
+		return helped;
+	}
+	struct all_ref *r = all_ref_of(j);
+	if (!lease_borrow(&r->lease))
+		return false;
+	struct all *a = r->all;
+	for (size_t i = 0; i < a->n && !helped; i++)
+		if (!heist__job_done(a->in[i].f))
+			helped = help(ctx, a->in[i].f);
+	if (lease_return(&r->lease, 1))
+		all_free(a);
+	return helped;
 }

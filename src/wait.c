@@ -13,6 +13,10 @@
  *    between reading the slot and taking it (deque.c). This is leapfrogging (Wagner
  *    and Calder). A job found there is no part of X (jobs are detached): it goes back
  *    to the injector, for any worker.
+ *  - if X is a job that may not run yet (a continuation, a when_all future): by the
+ *    same rule, what X waits for (its antecedent, its inputs), and so on, which X
+ *    needs as much: running it can wait for the waiting frame only if X itself does,
+ *    a cycle that no scheduler can finish.
  * Nothing else: not the injector, not other deques, not the worker's own older tasks.
  * When it can help with nothing for a while it parks on X's word, looking again every
  * PARK_NS, and a spare thread stands in for it while other work waits (spare.h). A
@@ -42,6 +46,7 @@ enum {
 	PATIENCE_SPINS = 256,
 	PATIENCE_YIELDS = 64,
 	HELP_RETRIES = 4,	/* tries on a thief that keeps winning races */
+	DEPS_DEPTH = 8,		/* how far a wait follows what its job waits for */
 };
 /* A parked worker looks again this often: for work it may help with, and for work
  * that needs a stand-in. */
@@ -111,36 +116,31 @@ claim(struct worker *w, struct heist_future *j)
 }
 
 /* A group's wait: the group's jobs at the bottom of our own deque (submitted by this
- * frame, say), which the frame requires. Anything else there is left alone. */
+ * frame, say), which the frame requires. Anything else there is left alone: put back
+ * where it was (taken first, so that we read no record a thief may have run and
+ * freed meanwhile; there is room, since we just took it), and public again. */
 static bool
 help_group(struct worker *w, struct heist_group *g)
 {
-	struct task *x = heist__deque_peek_bottom(&w->dq);
-	/* relaxed: the kind never changes once queued (worker.c). */
-	if (!x || atomic_load_explicit(&x->state, memory_order_relaxed) != TASK_JOB ||
-	    !heist__group_owns(g, (struct heist_future *)x))
+	struct task *x = heist__deque_pop(&w->dq);
+	if (!x)
 		return false;
-	x = heist__deque_pop(&w->dq);	/* the same one, unless a thief took it */
-	if (x)
+	/* relaxed: the kind never changes once queued (worker.c). */
+	if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB &&
+	    heist__group_owns(g, (struct heist_future *)x)) {
 		heist__worker_run(w, x);
-	return true;
+		return true;
+	}
+	heist__deque_try_push(&w->dq, x);	/* cannot fail: its slot is free */
+	heist__worker_publish(w, 0);
+	return false;
 }
 
-/* One step of the rule above. Returns whether it ran (or moved) something. A timed
- * wait runs nothing: even the awaited job may need the waiting frame to go on after
- * its deadline (to cancel it, say), so it may not be buried under that frame. */
+/* A spawned task from the top of the deque of the worker that runs a's task, at or
+ * above the floor it recorded, while a's task runs. */
 static bool
-help(struct worker *w, const struct awaited *a, bool timed)
+help_runner(struct worker *w, const struct awaited *a)
 {
-	if (a->group)
-		return !timed && help_group(w, a->group);
-	/* A job of another pool runs on that pool's workers, and its runner may belong
-	 * to a pool that is gone once the job is done: touch nothing but its state.
-	 * The pool was set before the job was queued, and we hold its future. */
-	if (timed || (a->job && a->job->task.pool != w->pool))
-		return false;
-	if (a->job && claim(w, a->job))
-		return true;
 	int64_t floor = 0;
 	struct worker *runner = runner_of(a, &floor);
 	if (!runner || runner == w)
@@ -166,6 +166,55 @@ help(struct worker *w, const struct awaited *a, bool timed)
 		}
 	}
 	return false;
+}
+
+static bool help_job(struct worker *w, struct heist_future *j, unsigned depth);
+
+struct dep_help {
+	struct worker *w;
+	unsigned depth;
+};
+
+static bool
+help_dep(void *ctx, struct heist_future *d)
+{
+	struct dep_help *h = ctx;
+	return help_job(h->w, d, h->depth);
+}
+
+/* The rule for a job j that we wait for, or that what we wait for waits for: j
+ * itself, the work of j's runner, or, for a job that may not run yet (a continuation,
+ * a when_all future), what it waits for in turn, DEPS_DEPTH deep at most. A job of
+ * another pool runs on that pool's workers, and its runner may belong to a pool that
+ * is gone once the job is done: we touch nothing but its state (its pool was set
+ * before it was queued, and we, or the lease we read it through, hold it). */
+static bool
+help_job(struct worker *w, struct heist_future *j, unsigned depth)
+{
+	if (j->task.pool != w->pool)
+		return false;
+	if (claim(w, j))
+		return true;
+	struct awaited a = {NULL, j, NULL};
+	if (help_runner(w, &a))
+		return true;
+	struct dep_help h = {w, depth + 1};
+	return depth < DEPS_DEPTH && heist__job_help_deps(j, help_dep, &h);
+}
+
+/* One step of the rule above. Returns whether it ran (or moved) something. A timed
+ * wait runs nothing: even the awaited job may need the waiting frame to go on after
+ * its deadline (to cancel it, say), so it may not be buried under that frame. */
+static bool
+help(struct worker *w, const struct awaited *a, bool timed)
+{
+	if (timed)
+		return false;
+	if (a->group)
+		return help_group(w, a->group);
+	if (a->job)
+		return help_job(w, a->job, 0);
+	return help_runner(w, a);
 }
 
 /* The value of job j's state word to sleep on, with FUT_WAITERS set so that the

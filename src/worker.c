@@ -52,9 +52,21 @@ heist__worker_run_profiled(struct worker *w, struct task *t)
 	return r;
 }
 
+/* Finished jobs are subtracted from live when we run out of work; a
+ * heist_pool_wait_idle cannot wait that long (a busy pool may never run out), so
+ * while one waits we count out at once, after a job and before any task, which may
+ * run long. relaxed: a late look delays the count out by a task. */
+static inline void
+flush_if_awaited(struct worker *w)
+{
+	if (unlikely(atomic_load_explicit(&w->pool->idle_waiters, memory_order_relaxed)))
+		heist__worker_flush_done(w);
+}
+
 void
 heist__worker_run(struct worker *w, struct task *t)
 {
+	flush_if_awaited(w);
 	/* relaxed: the kind never changes after the task was queued, and the queue's
 	 * hand-off (deque publish or injector link, both release) ordered it. */
 	if (atomic_load_explicit(&t->state, memory_order_relaxed) == TASK_JOB) {
@@ -62,12 +74,7 @@ heist__worker_run(struct worker *w, struct task *t)
 		unsigned e = heist__job_epoch(j);	/* before: it may be freed after */
 		heist__job_run(j, w);	/* counts executed */
 		w->done_unflushed[e]++;
-		/* Finished jobs are subtracted from live when we run out of work; a
-		 * heist_pool_wait_idle cannot wait that long (a busy pool may never run
-		 * out), so while one waits we count out at once. relaxed: a late look
-		 * delays the count out by a job. */
-		if (unlikely(atomic_load_explicit(&w->pool->idle_waiters, memory_order_relaxed)))
-			heist__worker_flush_done(w);
+		flush_if_awaited(w);
 		return;
 	}
 	counter_add(&w->stats.executed, 1);
@@ -76,12 +83,16 @@ heist__worker_run(struct worker *w, struct task *t)
 	 * written before a helper that sees us as the thief reads it. */
 	t->floor = heist__deque_bottom(&w->dq);
 	atomic_store_explicit(&t->thief, w, memory_order_release);
-	/* The task belongs to another job than any this thread may be waiting in. */
+	/* The task belongs to another job than any this thread may be waiting in; its
+	 * spawner left that job's epoch in result (fork.c), for what the task submits. */
 	struct heist_future *outer = heist__current_job_swap(NULL);
+	unsigned outer_epoch = w->cur_epoch;
+	w->cur_epoch = (unsigned)t->result;
 	if (HEIST_PROFILER && unlikely(w->profile))
 		t->result = heist__worker_run_profiled(w, t);	/* recorded before DONE */
 	else
 		t->result = t->fn(t->arg);
+	w->cur_epoch = outer_epoch;
 	heist__current_job_swap(outer);
 	/* release: publishes result (and the task's writes) to the owner's acquire
 	 * load in heist_sync. An exchange, to learn whether the owner sleeps on the
@@ -258,8 +269,14 @@ heist__worker_hook(struct worker *w, bool start)
 {
 	struct heist_pool *pool = w->pool;
 	void (*hook)(void *, unsigned) = start ? pool->on_start : pool->on_stop;
-	if (hook)
+	/* No job of the pool is counted around a hook: what it submits goes in from
+	 * outside (submit.c), through the drain's handshake, not onto our deque, which
+	 * nobody pops after the stop hook. */
+	if (hook) {
+		w->in_hook = true;
 		hook(pool->hook_ctx, w->index);
+		w->in_hook = false;
+	}
 }
 
 void *
@@ -304,7 +321,7 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 		heist__pool_leave(pool, epoch, 1);
 		return false;
 	}
-	pool->workers[pool->n].guest_epoch = epoch;
+	pool->workers[pool->n].cur_epoch = epoch;
 	heist__self = &pool->workers[pool->n];
 	return true;
 }
@@ -317,7 +334,7 @@ heist__worker_guest_leave(struct heist_pool *pool)
 	heist__self = NULL;
 	/* release: pairs with the next guest's acquire CAS. Before the last leave:
 	 * once live may reach 0, destroy may free the pool. */
-	unsigned epoch = g->guest_epoch;	/* ours until we free the slot */
+	unsigned epoch = g->cur_epoch;	/* ours until we free the slot */
 	atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
 	heist__pool_leave(pool, epoch, 1);
 }

@@ -26,7 +26,11 @@ struct worker {
 	uint64_t rng;
 	uint64_t done_unflushed[2];	/* jobs finished, per idle epoch, not yet
 					   subtracted from pool->live */
-	unsigned guest_epoch;		/* the guest slot: the epoch its guest entered in */
+	/* The idle epoch of the work this thread runs now (submit.c): the job's, a
+	 * stolen task's spawner's (spawn records it in the task), the guest's. What it
+	 * submits, and the continuations it queues, count in it. */
+	unsigned cur_epoch;
+	bool in_hook;			/* in on_worker_start/stop: no work is counted */
 	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
 	struct {
 		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,

@@ -740,6 +740,52 @@ hooks_run_once_on_each_thread_spares_included(void **state)
 	assert_int_equal(atomic_load(&h.starts[2]), 0);	/* the guest slot has no thread */
 }
 
+/* A stop hook that submits to its own pool: the pool is shutting down, so the submit
+ * is refused (ESHUTDOWN), not pushed on a deque that nobody pops any more: every
+ * accepted task runs. */
+static struct {
+	heist_pool *_Atomic pool;
+	atomic_uint accepted, refused, other, ran;
+} stop_submits;
+
+static int
+count_stop_run(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&stop_submits.ran, 1);
+	return 0;
+}
+
+static void
+on_stop_submit(void *ctx, unsigned index)
+{
+	(void)ctx;
+	(void)index;
+	int err = heist_submit(atomic_load(&stop_submits.pool), count_stop_run, NULL, NULL);
+	atomic_fetch_add(err == 0 ? &stop_submits.accepted
+			 : err == ESHUTDOWN ? &stop_submits.refused : &stop_submits.other,
+			 1);
+}
+
+static void
+a_stop_hook_that_submits_is_refused(void **state)
+{
+	(void)state;
+	atomic_store(&stop_submits.accepted, 0);
+	atomic_store(&stop_submits.refused, 0);
+	atomic_store(&stop_submits.other, 0);
+	atomic_store(&stop_submits.ran, 0);
+	struct heist_config cfg = {.threads = 2, .on_worker_stop = on_stop_submit};
+	heist_pool *pool = make_pool_cfg(&cfg);
+	atomic_store(&stop_submits.pool, pool);
+	check_pool_works(pool);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&stop_submits.refused), 2);
+	assert_int_equal(atomic_load(&stop_submits.accepted), 0);
+	assert_int_equal(atomic_load(&stop_submits.other), 0);
+	assert_int_equal(atomic_load(&stop_submits.ran), 0);
+}
+
 static int
 count_body(void *arg, size_t b, size_t e)
 {
@@ -781,6 +827,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hooks_run_once_on_each_thread_spares_included),
+		cmocka_unit_test(a_stop_hook_that_submits_is_refused),
 		cmocka_unit_test(per_thread_stats_include_the_guest_and_sum_to_the_totals),
 		cmocka_unit_test(fire_and_forget_tasks_run_before_destroy_returns),
 		cmocka_unit_test(destroy_drains_queued_tasks),

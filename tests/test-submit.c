@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "faults.h"
+#include "pool.h"	/* white-box: the idle epoch */
 
 /* Sizes. Sanitizer builds run these as they are. */
 enum { PRODUCERS = 4, PRODUCER_TASKS = 100000, BURSTS = 50 };
@@ -555,6 +556,105 @@ wait_idle_returns_while_others_keep_submitting(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A fork-join child that another worker stole counts what it submits in its parent
+ * job's epoch: a wait that began before the parent was submitted does not wait for
+ * it. (Before, a stolen child counted in the epoch being waited for while a wait was
+ * under way, so a pool whose stolen children kept submitting kept that epoch from
+ * ever draining.) Here what the child submits is held until the wait has returned. */
+static struct hold idle_old_hold, idle_late_hold;
+
+struct late_parent {
+	heist_pool *pool;
+	atomic_int parent_worker, child_worker;
+	atomic_int submitted;
+};
+
+static int
+late_child(void *arg)
+{
+	struct late_parent *lp = arg;
+	atomic_store(&lp->child_worker, heist_worker_index());
+	if (heist_submit(lp->pool, hold_task, &idle_late_hold, NULL) == 0)
+		atomic_store(&lp->submitted, 1);
+	return 0;
+}
+
+static int
+noop_task(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int
+late_parent_task(void *arg)
+{
+	struct late_parent *lp = arg;
+	atomic_store(&lp->parent_worker, heist_worker_index());
+	heist_task t;
+	heist_spawn(&t, late_child, lp);
+	/* A submit publishes the deque, the child included, for an idle worker. */
+	(void)heist_submit(lp->pool, noop_task, NULL, NULL);
+	bool stolen;	/* if not within the bound, sync runs it: the test says so */
+	POLL(stolen, atomic_load(&lp->child_worker) != -2);
+	(void)stolen;
+	return heist_sync(&t);
+}
+
+struct idle_wait {
+	heist_pool *pool;
+	int result;
+	atomic_int returned;
+};
+
+static void *
+idle_wait_main(void *arg)
+{
+	struct idle_wait *iw = arg;
+	iw->result = heist_pool_wait_idle(iw->pool);
+	atomic_store(&iw->returned, 1);
+	return NULL;
+}
+
+static void
+wait_idle_does_not_wait_for_later_work_of_stolen_children(void **state)
+{
+	(void)state;
+	idle_old_hold = (struct hold){0};
+	idle_late_hold = (struct hold){0};
+	struct heist_config cfg = {.threads = 3, .max_spares = HEIST_SPARES_NONE};
+	heist_pool *pool = make_pool_cfg(&cfg);
+	heist_future *old, *parent;
+	hold_worker(pool, &idle_old_hold, &old);	/* what the wait waits for */
+	struct idle_wait iw = {pool, -1, 0};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, idle_wait_main, &iw), 0);
+	bool ok;
+	/* White-box: the waiter moved the epoch on; what comes now is later work. */
+	POLL(ok, atomic_load(&pool->epoch) == 1);
+	assert_true(ok);
+	struct late_parent lp = {pool, -2, -2, 0};
+	assert_int_equal(heist_submit(pool, late_parent_task, &lp, &parent), 0);
+	assert_true(heist_future_wait_for(parent, LONG_WAIT_NS));
+	assert_int_equal(heist_future_wait(parent), 0);
+	heist_future_release(parent);
+	assert_int_equal(atomic_load(&lp.submitted), 1);
+	assert_true(atomic_load(&lp.child_worker) >= 0);
+	assert_int_not_equal(atomic_load(&lp.child_worker), atomic_load(&lp.parent_worker));
+	atomic_store(&idle_old_hold.open, 1);
+	POLL(ok, atomic_load(&iw.returned));	/* the late hold is still closed */
+	if (!ok)
+		fail_msg("heist_pool_wait_idle waited for work submitted after it began");
+	pthread_join(th, NULL);
+	assert_int_equal(iw.result, 0);
+	atomic_store(&idle_late_hold.open, 1);
+	assert_int_equal(heist_pool_wait_idle(pool), 0);
+	assert_int_equal(atomic_load(&idle_late_hold.left), 1);
+	assert_int_equal(heist_future_wait(old), 0);
+	heist_future_release(old);
+	heist_pool_destroy(pool);
+}
+
 static int
 wait_idle_inside(void *arg)
 {
@@ -584,6 +684,7 @@ main(void)
 		cmocka_unit_test(wait_idle_waits_for_every_task_and_all_they_submit),
 		cmocka_unit_test(wait_idle_returns_while_others_keep_submitting),
 		cmocka_unit_test(wait_idle_from_a_task_is_edeadlk),
+		cmocka_unit_test(wait_idle_does_not_wait_for_later_work_of_stolen_children),
 	};
 	return RUN_TESTS(tests);
 }

@@ -1,9 +1,13 @@
 /* test-then.c - what runs when futures are done (src/then.c): continuations run after
  * their antecedent (never before, not even by a waiter), on an antecedent done already,
- * not at all when it was cancelled, in chains; when_all of futures of two pools, n = 0,
- * the first nonzero result in array order, its own cancel; destroy while continuations
- * are pending (every future satisfied); bad input; allocation failures. Helpers:
- * common.h. */
+ * not at all when it was cancelled (but after one that ran and returned ECANCELED), in
+ * chains; when_all of futures of two pools, n = 0, the first nonzero result in array
+ * order, its own cancel; destroy while continuations are pending (every future
+ * satisfied); bad input; allocation failures. Waits on one worker with no spare thread
+ * for a chain of continuations and for a when_all, which only the waiting rule's help
+ * with what they wait for can finish; a continuation queued from another pool's
+ * worker into a full injector; continuations referenced by other threads while they
+ * are queued. Helpers: common.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
@@ -344,6 +348,214 @@ allocation_failures_are_enomem(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* Waits that need what a continuation or a when_all waits for                        */
+
+/* One worker and no spare thread: nothing but the waiter itself can run what it waits
+ * for, so a wait completes only if the waiting rule reaches it. */
+static heist_pool *
+lone_worker_pool(void)
+{
+	struct heist_config cfg = {.threads = 1, .max_spares = HEIST_SPARES_NONE};
+	return make_pool_cfg(&cfg);
+}
+
+/* Wait for a job submitted from the test thread; a hang fails the test. */
+static int
+watched(heist_future *f)
+{
+	if (!heist_future_wait_for(f, LONG_WAIT_NS))
+		fail_msg("a wait did not finish in 30 s: deadlock");
+	int r = heist_future_wait(f);
+	heist_future_release(f);
+	return r;
+}
+
+static int
+plus_one(void *arg)
+{
+	atomic_int *n = arg;
+	return atomic_fetch_add(n, 1) + 1;
+}
+
+/* A task makes a chain F -> C1 -> C2 -> C3 of its own and waits for the last link:
+ * the antecedents are queued on its own deque, behind the waiting task. */
+static int
+wait_for_a_chain(void *arg)
+{
+	heist_pool *pool = arg;
+	atomic_int n = 0;
+	heist_future *f[4];
+	if (heist_submit(pool, plus_one, &n, &f[0]))
+		return -1;
+	for (int i = 1; i < 4; i++)
+		if (heist_future_then(f[i - 1], plus_one, &n, &f[i]))
+			return -1;
+	int r = heist_future_wait(f[3]);	/* C3 is the fourth to run */
+	for (int i = 0; i < 4; i++)
+		heist_future_release(f[i]);
+	return r == 4 && atomic_load(&n) == 4 ? 0 : -2;
+}
+
+static void
+waiting_for_a_continuation_runs_its_antecedents(void **state)
+{
+	(void)state;
+	heist_pool *pool = lone_worker_pool();
+	heist_future *z;
+	assert_int_equal(heist_submit(pool, wait_for_a_chain, pool, &z), 0);
+	assert_int_equal(watched(z), 0);
+	heist_pool_destroy(pool);
+}
+
+/* A task submits jobs, and a continuation of one, and waits for a when_all of them. */
+static int
+wait_for_a_when_all(void *arg)
+{
+	heist_pool *pool = arg;
+	heist_future *in[4];
+	for (int i = 0; i < 3; i++)
+		if (heist_submit(pool, ret_int, (void *)(intptr_t)(i == 1 ? 9 : 0), &in[i]))
+			return -1;
+	if (heist_future_then(in[0], ret_int, (void *)(intptr_t)7, &in[3]))
+		return -1;
+	heist_future *all, *then_all;
+	/* A continuation of the when_all, too: waiting for it follows both links. */
+	if (heist_when_all(pool, in, 4, &all) || heist_future_then(all, ret_int, NULL, &then_all))
+		return -1;
+	int r = heist_future_wait(then_all);
+	int first = heist_future_wait(all);	/* the first nonzero in array order */
+	heist_future_release(then_all);
+	heist_future_release(all);
+	for (int i = 0; i < 4; i++)
+		heist_future_release(in[i]);
+	return r == 0 && first == 9 ? 0 : -2;
+}
+
+static void
+waiting_for_a_when_all_runs_its_inputs(void **state)
+{
+	(void)state;
+	heist_pool *pool = lone_worker_pool();
+	heist_future *z;
+	assert_int_equal(heist_submit(pool, wait_for_a_when_all, pool, &z), 0);
+	assert_int_equal(watched(z), 0);
+	heist_pool_destroy(pool);
+}
+
+static int
+returns_ecanceled(void *arg)
+{
+	(void)arg;
+	return ECANCELED;
+}
+
+/* Cancelled means never run: a job that ran and returned ECANCELED (what a task does
+ * when it sees heist_cancelled()) still has its continuations run, and so does a
+ * when_all one of whose inputs was cancelled (it is done, with ECANCELED). */
+static void
+continuations_run_after_a_task_that_returned_ecanceled(void **state)
+{
+	(void)state;
+	static struct hold hold;
+	hold = (struct hold){0};
+	heist_pool *pool = make_pool(1);
+	struct order o = {0};
+	heist_future *f, *c;
+	assert_int_equal(heist_submit(pool, returns_ecanceled, NULL, &f), 0);
+	assert_int_equal(heist_future_then(f, continuation, &o, &c), 0);
+	assert_int_equal(watched(c), 4);
+	assert_int_equal(heist_future_wait(f), ECANCELED);
+	heist_future_release(f);
+
+	heist_future *h, *in[2], *all, *after;
+	hold_worker(pool, &hold, &h);
+	assert_int_equal(heist_submit(pool, ret_int, NULL, &in[0]), 0);
+	assert_int_equal(heist_submit(pool, ret_int, NULL, &in[1]), 0);
+	assert_int_equal(heist_when_all(pool, in, 2, &all), 0);
+	assert_int_equal(heist_future_then(all, continuation, &o, &after), 0);
+	heist_future_cancel(in[1]);	/* still queued behind the hold */
+	atomic_store(&hold.open, 1);
+	assert_int_equal(watched(after), 4);
+	assert_int_equal(heist_future_wait(all), ECANCELED);
+	assert_int_equal(atomic_load(&o.runs), 2);
+	heist_future_release(all);
+	for (int i = 0; i < 2; i++)
+		heist_future_release(in[i]);
+	assert_int_equal(watched(h), 0);
+	heist_pool_destroy(pool);
+}
+
+/* A worker of pool Q that queues a continuation on pool P from outside, and finds P's
+ * injector full, waits for room without holding anything P's workers need: here P's
+ * only worker creates a pool (the registry's lock) before it drains the injector. */
+static struct hold full_hold;
+
+static int
+hold_then_create_a_pool(void *arg)
+{
+	(void)arg;
+	hold_pass(&full_hold);
+	heist_pool *tmp;
+	struct heist_config cfg = {.threads = 1};
+	if (heist_pool_create(&tmp, &cfg))
+		return -1;
+	heist_pool_destroy(tmp);
+	return 0;
+}
+
+static void
+a_full_injector_blocks_no_other_pool(void **state)
+{
+	(void)state;
+	static struct hold input_hold;
+	full_hold = (struct hold){0};
+	input_hold = (struct hold){0};
+	struct heist_config pcfg = {.threads = 1, .injector_limit = 1,
+				    .max_spares = HEIST_SPARES_NONE};
+	heist_pool *p = make_pool_cfg(&pcfg), *q = make_pool(1);
+	heist_future *h, *filler, *input, *all, *c;
+	assert_int_equal(heist_submit(p, hold_then_create_a_pool, NULL, &h), 0);
+	bool ok;
+	POLL(ok, atomic_load(&full_hold.entered) == 1);
+	assert_true(ok);
+	assert_int_equal(heist_submit(p, ret_int, NULL, &filler), 0);	/* P is full */
+	assert_int_equal(heist_submit(q, hold_task, &input_hold, &input), 0);
+	assert_int_equal(heist_when_all(p, &input, 1, &all), 0);
+	assert_int_equal(heist_future_then(all, ret_int, (void *)(intptr_t)5, &c), 0);
+	atomic_store(&input_hold.open, 1);	/* Q's worker queues c on P: it waits */
+	nap(20 * 1000 * 1000);	/* a chance for it to be waiting before P's worker goes on */
+	atomic_store(&full_hold.open, 1);
+	assert_int_equal(watched(h), 0);
+	assert_int_equal(watched(c), 5);
+	assert_int_equal(watched(filler), 0);
+	assert_int_equal(watched(all), 0);
+	assert_int_equal(watched(input), 0);
+	heist_pool_destroy(q);
+	heist_pool_destroy(p);
+}
+
+/* Continuations are queued while other threads take and drop references to them (a
+ * when_all of a continuation, made while its antecedent finishes): no reference is
+ * lost, nothing is freed early or leaks (the sanitizer builds check). */
+static void
+continuations_queued_while_others_reference_them(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	enum { ROUNDS = 2000 };
+	for (int i = 0; i < ROUNDS; i++) {
+		heist_future *f, *c, *all;
+		assert_int_equal(heist_submit(pool, ret_int, NULL, &f), 0);
+		assert_int_equal(heist_future_then(f, ret_int, (void *)(intptr_t)2, &c), 0);
+		assert_int_equal(heist_when_all(pool, &c, 1, &all), 0);
+		heist_future_release(c);
+		heist_future_release(f);
+		assert_int_equal(watched(all), 2);
+	}
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -359,6 +571,11 @@ main(void)
 		cmocka_unit_test(destroy_runs_the_pending_continuations),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_are_enomem),
+		cmocka_unit_test(waiting_for_a_continuation_runs_its_antecedents),
+		cmocka_unit_test(waiting_for_a_when_all_runs_its_inputs),
+		cmocka_unit_test(continuations_run_after_a_task_that_returned_ecanceled),
+		cmocka_unit_test(a_full_injector_blocks_no_other_pool),
+		cmocka_unit_test(continuations_queued_while_others_reference_them),
 	};
 	return RUN_TESTS(tests);
 }

@@ -136,8 +136,8 @@ HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
  * threads may wait at once, and others may submit meanwhile.
  * @returns 0; EINVAL if pool is NULL; EDEADLK when called from one of the pool's own
  *          tasks (it would wait for itself).
- * A task submitted from a fork-join child that another worker stole, while a wait is
- * under way, is counted with the older work, so such a wait may also wait for it.
+ * A task submitted from a fork-join child (stolen or not) counts as its parent job's;
+ * a continuation counts as the job whose end (or cancellation) queued it.
  * @since 0.1
  */
 HEIST_EXPORT int heist_pool_wait_idle(heist_pool *pool);
@@ -207,7 +207,9 @@ HEIST_EXPORT int heist_submit_copy(heist_pool *pool, heist_fn fn, const void *ar
  * could in turn wait for the task that waits: it runs the awaited task itself if that
  * is still queued in the worker's own pool (so a task may wait for a task it
  * submitted, even on a one-worker pool), and helps with the awaited task's own
- * fork-join children while another worker runs it; when it can help with nothing it
+ * fork-join children while another worker runs it; for a continuation or a when_all
+ * future not yet runnable, it applies the same rule to what that waits for (the
+ * antecedent, the inputs of the pool); when it can help with nothing it
  * parks, and while other work waits a spare thread runs in its place (at most
  * heist_config.max_spares at once; they exit after about 2 s idle). So waits inside
  * tasks cannot deadlock one another within a pool, whatever waits for what, as long
@@ -236,7 +238,11 @@ HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
  * worker that finishes f queues it (at once if f is done already).
  * @param[out] out  Receives the continuation's future (fn's result; ECANCELED, fn never
  *                  run, if f was cancelled before it ran or if the continuation itself
- *                  is cancelled before f is done), or NULL for fire-and-forget.
+ *                  is cancelled before f is done), or NULL for fire-and-forget. A task
+ *                  that ran and returned ECANCELED was not cancelled: fn runs.
+ *                  A when_all future is never cancelled but by its own future: its
+ *                  continuations run, and see its result (ECANCELED for a cancelled
+ *                  input).
  * @returns 0; EINVAL if f or fn is NULL; ENOMEM; ESHUTDOWN if f is done and its pool is
  *          destroyed or being destroyed (nothing was queued). A continuation of a job
  *          that finishes during heist_pool_destroy's drain still runs, as submits from
@@ -356,7 +362,10 @@ HEIST_EXPORT int heist_group_submit(heist_group *g, heist_fn fn, void *arg);
 /**
  * Wait until every task submitted to the group so far, and every task they submit to
  * it, has finished. On a worker it runs the group's tasks it finds at the bottom of its
- * own deque (those it submitted, say) and otherwise parks as heist_future_wait does.
+ * own deque (those it submitted, say) and otherwise parks as heist_future_wait does:
+ * group tasks submitted from other threads, or buried under other work, are run by
+ * other workers or by a spare thread standing in, so with HEIST_SPARES_NONE a worker
+ * that waits for a group needs another worker free to run them.
  * Any number of threads may wait at once.
  * @returns 0, or the first nonzero result of a task of the group (ECANCELED for one
  *          cancelled before it ran); EINVAL if g is NULL. After the first nonzero
