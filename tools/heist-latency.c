@@ -1,6 +1,6 @@
 /* heist-latency.c - the profiler's command-line tool. It runs one workload on a pool
- * created with .profile = true (by default W8 of WORKLOADS.md: a fork-join binary tree
- * of depth 19, a 500-iteration floating-point payload per task), then prints dispatch
+ * created with .profile = true (by default W8 of docs/workloads.md: a fork-join binary
+ * tree of depth 19, a 500-iteration floating-point payload per task), then prints dispatch
  * and end-to-end latency percentiles as a table, or as JSON (--json), and can write
  * HdrHistogram percentile distributions (--hgrm) and a Chrome/Perfetto trace of every
  * kept sample (--trace). The other workloads are W5 (submit) and W4 (for-each).
