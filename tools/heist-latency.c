@@ -104,7 +104,7 @@ usage(FILE *f)
 "\n"
 "Options:\n"
 "  -w, --workload NAME   fork-join, submit or for-each\n"
-"  -t, --threads N       workers (default 0: one per CPU)\n"
+"  -t, --threads N       workers (default 0: one per core, or per CPU without hwloc)\n"
 "  -d, --depth D         fork-join tree depth, 0..%d (default 19)\n"
 "  -p, --payload ITERS   iterations of x = x*1.0000001 + c per task (fork-join: 500)\n"
 "                        or per element (for-each: 8); submit: 1000\n"

@@ -75,7 +75,9 @@ enum heist_pin {
  * How to build a pool. Zero-fill it (or pass NULL) for defaults; set what you need.
  */
 struct heist_config {
-	unsigned threads;	/**< workers; 0: one per online CPU; at most HEIST_MAX_THREADS */
+	unsigned threads;	/**< workers; 0: one per core the process may run on (with
+				     hwloc; without it, one per CPU of its affinity
+				     mask: see docs/topology.md); at most HEIST_MAX_THREADS */
 	enum heist_pin pin;	/**< HEIST_PIN_NONE (0), HEIST_PIN_CORE, HEIST_PIN_PU */
 	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
 				     many outside submissions are queued */
