@@ -35,6 +35,13 @@
 
 #define PROG "heist-latency"
 
+/* Where --help sends the reader: the installed guide, or the source tree's. */
+#ifdef HEIST_DOCDIR
+#define PROFILER_GUIDE HEIST_DOCDIR "/profiler.md"
+#else
+#define PROFILER_GUIDE "docs/profiler.md in heist's source tree"
+#endif
+
 enum {
 	MAX_DEPTH = 30,		/* 2^31 - 1 tasks: the tree's count still fits an int */
 	TICKS_PER_HALF = 5,	/* HdrHistogram's default percentile ticks per half distance */
@@ -123,7 +130,7 @@ usage(FILE *f)
 "  -V, --version         print the version and exit\n"
 "\n"
 "Exit status: 0 on success, 1 on a library or I/O error, 2 on bad options.\n"
-"See docs/profiler.md.\n", MAX_DEPTH);
+"See heist-latency(1) and the profiler guide, " PROFILER_GUIDE ".\n", MAX_DEPTH);
 }
 
 /* ---------------------------------------------------------------------------------- */
