@@ -4,7 +4,7 @@
  * measures them all alike (one warm-up, then repetitions with the implementations
  * alternated so that drift hits all of them alike, then medians); the result rows that
  * end up in the one table; and failing loudly on a wrong answer. The workloads
- * themselves are defined in WORKLOADS.md; each lives in its own w_*.c file. */
+ * themselves are defined in docs/workloads.md; each lives in its own w_*.c file. */
 #ifndef HEIST_BENCH_H
 #define HEIST_BENCH_H
 

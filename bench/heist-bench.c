@@ -1,4 +1,4 @@
-/* heist-bench.c - runs the reference workloads of WORKLOADS.md on heist and on its
+/* heist-bench.c - runs the reference workloads of docs/workloads.md on heist and on its
  * peers (serial, a mutex+condvar pool, OpenMP and oneTBB where built) and prints one
  * table. Every run checks its answer and the program exits 1 on a wrong one. The
  * workloads live in w_*.c; this file parses options and hands their table to the
@@ -172,8 +172,8 @@ main(int argc, char **argv)
 		bench_progress("heist-bench: tbb was not built (oneTBB not found); no tbb rows\n");
 #endif
 	if (o.reps < 5 && !o.rss_child)
-		bench_progress("heist-bench: %u repetitions: fewer than the 5 WORKLOADS.md asks "
-			       "for\n", o.reps);
+		bench_progress("heist-bench: %u repetitions: fewer than the 5 "
+			       "docs/workloads.md asks for\n", o.reps);
 
 	bench_progress("heist-bench: %u thread%s, %u repetitions + 1 warm-up, %s sizes; peers:%s%s;"
 		       " malloc counting %s\n",

@@ -1,4 +1,4 @@
-/* kernels.h - the per-task work of the workloads of WORKLOADS.md, shared by every
+/* kernels.h - the per-task work of the workloads of docs/workloads.md, shared by every
  * implementation (serial, heist, baseline pool, OpenMP, oneTBB) so that all of them run
  * exactly the same operations; only the way tasks are made (and waited for) differs.
  * Compiles as C11 and as C++ (peer_tbb.cpp includes it). The expected answers live

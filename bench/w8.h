@@ -1,4 +1,4 @@
-/* w8.h - W8 of WORKLOADS.md written once: the fork-join binary tree of depth D
+/* w8.h - W8 of docs/workloads.md written once: the fork-join binary tree of depth D
  * (2^(D+1) - 1 tasks), each node running a payload loop (500 rounds of
  * x = x * 1.0000001 + 1e-9) before it spawns its two children and syncs them. Used by
  * heist-bench's W8 rows (serial, heist, and the OpenMP and oneTBB peers through the
@@ -26,7 +26,7 @@ extern "C" {
 struct heist_pool;	/* heist/heist.h: typedef struct heist_pool heist_pool */
 
 enum {
-	W8_DEPTH = 19,		/* WORKLOADS.md: 1,048,575 tasks */
+	W8_DEPTH = 19,		/* docs/workloads.md: 1,048,575 tasks */
 	W8_PAYLOAD = 500,	/* iterations of the loop per node */
 };
 

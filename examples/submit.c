@@ -12,7 +12,7 @@ static int square(void *arg)
 int main(void)
 {
 	heist_pool *pool;
-	if (heist_pool_create(&pool, NULL))	/* NULL: one worker per CPU */
+	if (heist_pool_create(&pool, NULL))	/* NULL: one worker per core */
 		return 1;
 	long v[10];
 	heist_future *f[10];

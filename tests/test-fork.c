@@ -1,6 +1,6 @@
 /* test-fork.c - fork-join: spawn/sync and join checked on workloads with known answers
- * (W1 fib, W2 nqueens, W3 uts of WORKLOADS.md), many spawns in one frame, spawn/sync/
- * join outside a worker (inline), heist_run from several threads at once, deep
+ * (W1 fib, W2 nqueens, W3 uts of docs/workloads.md), many spawns in one frame,
+ * spawn/sync/join outside a worker (inline), heist_run from several threads at once, deep
  * recursion, no heap allocation on the spawn/sync path (counted by faults.c), and
  * futures mixed with spawns inside tasks; suite 'slow' runs the fib tests larger.
  * Submits are tested in test-submit.c, futures in test-future.c, the pool's lifetime

@@ -34,7 +34,7 @@ enum {
 	RACE_ROUNDS = 500,
 };
 
-/* threads 0: one worker per CPU. */
+/* threads 0: one worker per core (per CPU without hwloc). */
 static heist_pool *
 make_profiled_pool(unsigned threads, bool profile)
 {

@@ -164,6 +164,13 @@ run_shape(struct shape_run *r)
 	heist_future *fz = NULL, *fx[WAITERS] = {0};
 	bool ok;
 
+	/* Both workers idle first: a split is published at once only while some worker
+	 * is counted idle (searching or asleep), and a worker that has not yet entered
+	 * its loop is neither. Z's index 0 then holds its worker without touching the
+	 * deque, so a split left private would wait for the thief's request until Z's
+	 * poll gave up (30 s). Each worker sleeps once before it has any work. */
+	POLL(ok, stats_of(s.pool).sleeps >= 2);
+	assert_true(ok);
 	if (r->no_threads)
 		fault_fail_all(FAULT_THREAD, FAULT_ANY_THREAD);
 	if (r->through_future) {

@@ -1,6 +1,6 @@
 /* heist-latency.c - the profiler's command-line tool. It runs one workload on a pool
- * created with .profile = true (by default W8 of WORKLOADS.md: a fork-join binary tree
- * of depth 19, a 500-iteration floating-point payload per task), then prints dispatch
+ * created with .profile = true (by default W8 of docs/workloads.md: a fork-join binary
+ * tree of depth 19, a 500-iteration floating-point payload per task), then prints dispatch
  * and end-to-end latency percentiles as a table, or as JSON (--json), and can write
  * HdrHistogram percentile distributions (--hgrm) and a Chrome/Perfetto trace of every
  * kept sample (--trace). The other workloads are W5 (submit) and W4 (for-each).
@@ -34,6 +34,13 @@
 #include "w8.h"		/* bench/w8.h: the W8 tree heist-bench runs too */
 
 #define PROG "heist-latency"
+
+/* Where --help sends the reader: the installed guide, or the source tree's. */
+#ifdef HEIST_DOCDIR
+#define PROFILER_GUIDE HEIST_DOCDIR "/profiler.md"
+#else
+#define PROFILER_GUIDE "docs/profiler.md in heist's source tree"
+#endif
 
 enum {
 	MAX_DEPTH = 30,		/* 2^31 - 1 tasks: the tree's count still fits an int */
@@ -104,7 +111,7 @@ usage(FILE *f)
 "\n"
 "Options:\n"
 "  -w, --workload NAME   fork-join, submit or for-each\n"
-"  -t, --threads N       workers (default 0: one per CPU)\n"
+"  -t, --threads N       workers (default 0: one per core, or per CPU without hwloc)\n"
 "  -d, --depth D         fork-join tree depth, 0..%d (default 19)\n"
 "  -p, --payload ITERS   iterations of x = x*1.0000001 + c per task (fork-join: 500)\n"
 "                        or per element (for-each: 8); submit: 1000\n"
@@ -123,7 +130,7 @@ usage(FILE *f)
 "  -V, --version         print the version and exit\n"
 "\n"
 "Exit status: 0 on success, 1 on a library or I/O error, 2 on bad options.\n"
-"See docs/profiler.md.\n", MAX_DEPTH);
+"See heist-latency(1) and the profiler guide, " PROFILER_GUIDE ".\n", MAX_DEPTH);
 }
 
 /* ---------------------------------------------------------------------------------- */

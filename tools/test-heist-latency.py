@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """test-heist-latency.py - heist-latency end to end, on small workloads (seconds).
 
-Run by meson test with the built tool's path as the only argument. Checks the JSON
+Run by meson test with the built tool's path, plot-latency's and the generated manual
+page's (the last two optional). Checks the JSON
 report (keys, exact task counts, ordered percentiles), the .hgrm files (HdrHistogram's
 columns and footer), the trace (valid trace-event JSON, one complete event per task),
-the submit and for-each workloads, --repeat, the table, --help, --version, and that bad
-options exit 2 with a one-line message. Exits 77 (meson's "skipped") when heist was
+the submit and for-each workloads, --repeat, the table, --help, --version, that the
+manual page describes every option of --help, and that bad options exit 2 with a
+one-line message. Exits 77 (meson's "skipped") when heist was
 built with -Dprofiler=false. Timings are printed by the tool but never checked.
 """
 import json
@@ -17,6 +19,7 @@ import tempfile
 
 TOOL = sys.argv[1] if len(sys.argv) > 1 else "heist-latency"
 PLOT = sys.argv[2] if len(sys.argv) > 2 else None  # tools/plot-latency, optional
+MAN = sys.argv[3] if len(sys.argv) > 3 else None  # the generated heist-latency.1, optional
 FIELDS = ["count", "min", "max", "mean", "p50", "p90", "p99", "p999", "p9999",
           "min_ns", "max_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
           "p9999_ns"]
@@ -100,6 +103,23 @@ def help_exits_0():
     check("Usage" in p.stdout and "--workload" in p.stdout, "no usage text")
     p = run("-h")
     check("Usage" in p.stdout, "no usage text for -h")
+
+
+@test
+def man_page_has_every_option():
+    if MAN is None:
+        return
+    with open(MAN, encoding="utf-8") as f:
+        man = f.read()
+    text = run("--help").stdout
+    opts = set(re.findall(r"^\s+(?:(-[a-zA-Z]), )?(--[a-z]+)", text, re.M))
+    check(len(opts) >= 10, f"too few options found in --help: {opts}")
+    for short, long in opts:
+        for o in (short, long):
+            if o:
+                check(o.replace("-", "\\-") in man, f"{o} is not in {MAN}")
+    version = run("--version").stdout.split()[1]
+    check(f'"heist {version}"' in man, f"{MAN} does not say version {version}")
 
 
 @test

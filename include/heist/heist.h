@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* HEIST_VERSION, HEIST_VERSION_MAJOR, _MINOR, _PATCH, HEIST_VERSION_NUMBER and
+ * HEIST_VERSION_AT_LEAST(), generated from the project version. */
+#include <heist/version.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,10 +30,21 @@ extern "C" {
 #define HEIST_EXPORT
 #endif
 
-#define HEIST_VERSION_MAJOR 0
-#define HEIST_VERSION_MINOR 1
-#define HEIST_VERSION_PATCH 0
-#define HEIST_VERSION "0.1.0"
+/**
+ * The version of the library the program runs with, "MAJOR.MINOR.PATCH"; HEIST_VERSION
+ * is the version of the headers it was compiled with. docs/abi.md says which
+ * differences are compatible.
+ * @returns A string with static storage; never NULL. Any thread may call this.
+ * @since 0.1
+ */
+HEIST_EXPORT const char *heist_version(void);
+
+/**
+ * The same version as one number, MAJOR * 1000000 + MINOR * 1000 + PATCH (0.1.0 is
+ * 1000), to compare with HEIST_VERSION_NUMBER. Any thread may call this.
+ * @since 0.1
+ */
+HEIST_EXPORT unsigned heist_version_number(void);
 
 /** The largest worker count a pool accepts. */
 #define HEIST_MAX_THREADS 4096
@@ -60,7 +75,9 @@ enum heist_pin {
  * How to build a pool. Zero-fill it (or pass NULL) for defaults; set what you need.
  */
 struct heist_config {
-	unsigned threads;	/**< workers; 0: one per online CPU; at most HEIST_MAX_THREADS */
+	unsigned threads;	/**< workers; 0: one per core the process may run on (with
+				     hwloc; without it, one per CPU of its affinity
+				     mask: see docs/topology.md); at most HEIST_MAX_THREADS */
 	enum heist_pin pin;	/**< HEIST_PIN_NONE (0), HEIST_PIN_CORE, HEIST_PIN_PU */
 	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
 				     many outside submissions are queued */
