@@ -489,8 +489,8 @@ struct heap_job final : result_state<R> {
 	token_block *tok;
 
 	template <class F, class... A>
-	heap_job(unsigned refs, token_block *t, F &&f, A &&...a)
-		: result_state<R>(refs), tok(t)
+	heap_job(unsigned nrefs, token_block *t, F &&f, A &&...a)
+		: result_state<R>(nrefs), tok(t)
 	{
 		b.emplace(std::in_place, std::forward<F>(f), std::forward<A>(a)...);
 		if (tok)
