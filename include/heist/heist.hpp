@@ -710,10 +710,8 @@ public:
 	void
 	wait() noexcept
 	{
-		if (f_) {
-			heist_future_wait(f_);
-			settle();
-		}
+		if (f_ && !settled_)
+			settle(heist_future_wait(f_));
 	}
 
 	/** Wait at most d (heist_future_wait_for). */
@@ -802,9 +800,15 @@ private:
 	void
 	settle() noexcept
 	{
-		if (settled_ || !f_)
-			return;
-		code_ = heist_future_wait(f_);	/* final: returns at once */
+		if (!settled_ && f_)
+			settle(heist_future_wait(f_));	/* final: returns at once */
+	}
+
+	/* The same with the code a wait just returned. */
+	void
+	settle(int code) noexcept
+	{
+		code_ = code;
 		settled_ = true;
 		if (s_) {
 			if (code_ != 0) {	/* ECANCELED, or a continuation that could
