@@ -43,6 +43,8 @@ static const char *const impl_names[] = {
 	/* variants of heist, also selected by "heist" (unless --exact) */
 	"heist-outside", "heist-nested", "heist-prof", "heist-pin", "heist-futures",
 	"heist-group", "heist-then", "heist-wait",
+	/* the C++ API's rows (w_cxx.cpp), with a C++ compiler */
+	"heist-cxx", "heist-cxx-futures",
 };
 
 /* Exit 2 unless every item of the comma list is one of names[]. */
@@ -87,7 +89,8 @@ usage(FILE *f)
 	fputs("  --impl LIST    comma list of implementations: serial, baseline, heist",
 	      f);
 	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof, heist-pin,\n"
-	      "                 heist-futures, heist-group, heist-then, heist-wait)", f);
+	      "                 heist-futures, heist-group, heist-then, heist-wait, heist-cxx,\n"
+	      "                 heist-cxx-futures)", f);
 #ifdef HEIST_BENCH_OMP
 	fputs(", omp", f);
 #endif

@@ -6,9 +6,12 @@
  * more heist rows with --threads workers: heist-prof, the profiler on
  * (heist_config.profile: a TSC read per spawn, start and end), for its cost per spawn;
  * heist-pin, workers pinned one per core (HEIST_PIN_CORE), to show pinning costs
- * nothing. */
+ * nothing. With a C++ compiler, heist-cxx rows (1 and --threads workers): the same
+ * recursion with heist::join (cxx.h), whose overhead per spawn is compared with the C
+ * API's (issue 15: at most 1.1x). */
 #include "workloads.h"
 
+#include "cxx.h"
 #include "kernels.h"
 #include "malloc_count.h"
 #include "peers.h"
@@ -59,6 +62,9 @@ heist_fib(heist_pool *pool, int n)
 static void run_serial(struct bench_job *j) { j->answer.value = fib((int)j->p.a); }
 static void run_heist(struct bench_job *j) { j->answer.value = heist_fib(j->pool, (int)j->p.a); }
 static void run_peer(struct bench_job *j) { j->answer.value = j->peer->fib(j->threads, (int)j->p.a); }
+#ifdef HEIST_BENCH_CXX
+static void run_cxx(struct bench_job *j) { j->answer.value = cxx_fib(j->pool, (int)j->p.a); }
+#endif
 
 static const struct bench_impl impls[] = {
 	{ "serial", 1, POOL_NONE, .run = run_serial },
@@ -66,6 +72,10 @@ static const struct bench_impl impls[] = {
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist },
 	{ "heist-prof", THREADS, POOL_HEIST_PROF, .run = run_heist },
 	{ "heist-pin", THREADS, POOL_HEIST_PIN, .run = run_heist },
+#ifdef HEIST_BENCH_CXX
+	{ "heist-cxx", 1, POOL_HEIST, .run = run_cxx },
+	{ "heist-cxx", THREADS, POOL_HEIST, .run = run_cxx },
+#endif
 	{ "omp", THREADS, POOL_PEER, .run = run_peer },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
 };
@@ -75,6 +85,45 @@ check(const struct bench_job *j)
 {
 	bench_check("W1 fib", j->impl, j->threads, j->answer.value, fib_expected((int)j->p.a));
 }
+
+#ifdef HEIST_BENCH_CXX
+/* The heist-cxx rows: time over the C row of the same thread count, and on the
+ * 1-worker row the overhead per spawn over the C row's. */
+static void
+cxx_figures(struct bench_set *s, double calls)
+{
+	struct variant *vs = bench_find(s, "serial", 1);
+	unsigned counts[2] = { 1, s->o->threads };
+	for (unsigned k = 0; k < (counts[1] == 1 ? 1u : 2u); k++) {
+		struct variant *vx = bench_find(s, "heist-cxx", counts[k]);
+		struct variant *vc = bench_find(s, "heist", counts[k]);
+		if (!vx || !vc)
+			continue;
+		double x = (double)vx->median_ns / (double)vc->median_ns;
+		row_metric(vx->row, "ratio_to_c", x, "t/C %.2f", x);
+		if (counts[k] != 1 || !vs)
+			continue;
+		double per = ((double)vx->median_ns - (double)vs->median_ns) / calls;
+		double per_c = ((double)vc->median_ns - (double)vs->median_ns) / calls;
+		double r = per / per_c;
+		row_metric(vx->row, "overhead_per_spawn_ns", per, "overhead/spawn %.2f ns", per);
+		row_metric(vx->row, "overhead_ratio_to_c", r, "%.2fx C's%s", r,
+			   r > 1.10 ? " (target <= 1.10: MISSED)" : " (target <= 1.10: met)");
+	}
+	struct variant *vx = bench_find(s, "heist-cxx", s->o->threads);
+	if (vx && malloc_count_available()) {
+		malloc_count_start();
+		long r = cxx_fib(vx->job.pool, 30);
+		uint64_t allocs = malloc_count_stop();
+		bench_check("W1 fib(30) allocation run", "heist-cxx", s->o->threads, r,
+			    fib_expected(30));
+		row_metric(vx->row, "heap_allocs_fib30", (double)allocs, "allocs(fib30)=%llu%s",
+			   (unsigned long long)allocs, allocs ? " (target 0: MISSED)" : "");
+	}
+}
+#else
+static void cxx_figures(struct bench_set *s, double calls) { (void)s; (void)calls; }
+#endif
 
 static void
 figures(struct bench_set *s)
@@ -102,6 +151,7 @@ figures(struct bench_set *s)
 			   extra / spawns);
 	}
 	bench_pin_note(s);
+	cxx_figures(s, calls);
 
 	struct variant *vh = vn ? vn : v1;
 	if (vh && malloc_count_available()) {

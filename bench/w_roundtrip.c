@@ -7,10 +7,13 @@
  * heist: heist_submit with a future, heist_future_wait, heist_future_release. baseline:
  * baseline_submit of a task that sets a mutex+condvar future. oneTBB: enqueue on an
  * arena whose slots are all workers', waited for on a spin-then-futex latch. OpenMP has
- * no way for an outside thread to hand one task to a running team, so it has no row. */
+ * no way for an outside thread to hand one task to a running team, so it has no row.
+ * With a C++ compiler, heist-cxx: pool.submit of a lambda returning 1, then
+ * future::get() (cxx.h), on the heist row's pool. */
 #include "workloads.h"
 
 #include "baseline_pool.h"
+#include "cxx.h"
 #include "malloc_count.h"
 #include "peers.h"
 
@@ -69,6 +72,18 @@ baseline_one(struct bench_job *j)
 	return ns;
 }
 
+#ifdef HEIST_BENCH_CXX
+static uint64_t
+cxx_one(struct bench_job *j)
+{
+	uint64_t t0 = bench_now_ns();
+	int r = cxx_round_trip(j->pool);
+	uint64_t ns = bench_now_ns() - t0;
+	bench_check("W6 round trip", j->impl, j->threads, r, 1);
+	return ns;
+}
+#endif
+
 static uint64_t
 peer_one(struct bench_job *j)
 {
@@ -97,6 +112,9 @@ rounds(struct bench_job *j, uint64_t (*one)(struct bench_job *))
 static void run_heist(struct bench_job *j) { rounds(j, heist_one); }
 static void run_baseline(struct bench_job *j) { rounds(j, baseline_one); }
 static void run_peer(struct bench_job *j) { rounds(j, peer_one); }
+#ifdef HEIST_BENCH_CXX
+static void run_cxx(struct bench_job *j) { rounds(j, cxx_one); }
+#endif
 
 /* Cold TBB rows cost 2 s more; left out of the smoke run. */
 static bool hot_or_full(const struct bench_set *s) { return !(s->p.b && s->o->quick); }
@@ -104,6 +122,9 @@ static bool hot_or_full(const struct bench_set *s) { return !(s->p.b && s->o->qu
 /* heist and baseline count their heap allocations in the first timed repetition. */
 static const struct bench_impl impls[] = {
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist, .count_allocs = true },
+#ifdef HEIST_BENCH_CXX
+	{ "heist-cxx", THREADS, POOL_HEIST, .run = run_cxx, .count_allocs = true },
+#endif
 	{ "baseline", THREADS, POOL_BASELINE, .run = run_baseline, .count_allocs = true },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer, .when = hot_or_full },
 };
@@ -152,7 +173,14 @@ figures(struct bench_set *s)
 			row_metric(v->row, "heap_allocs_per_round_trip", per, "allocs/rt %.2f", per);
 		}
 		row_note(v->row, "pool of %u workers%s", v->job.threads,
-			 strcmp(v->job.impl, "tbb") == 0 ? ", arena.enqueue + latch wait" : "");
+			 strcmp(v->job.impl, "tbb") == 0 ? ", arena.enqueue + latch wait"
+			 : strcmp(v->job.impl, "heist-cxx") == 0 ? ", pool.submit + get()" : "");
+	}
+	struct variant *vx = bench_find(s, "heist-cxx", s->o->threads);
+	struct variant *vc = bench_find(s, "heist", s->o->threads);
+	if (vx && vc) {
+		double x = (double)vx->median_ns / (double)vc->median_ns;
+		row_metric(vx->row, "ratio_to_c", x, "t/C %.2f", x);
 	}
 }
 

@@ -9,10 +9,14 @@
  * across repetitions. baseline: baseline_submit per task, then wait_all. OpenMP:
  * parallel + single + a task per k. oneTBB: task_arena + task_group run per k + wait.
  * OpenMP and oneTBB count the submitting thread among their `threads`; heist and the
- * baseline have `threads` workers besides it. */
+ * baseline have `threads` workers besides it. With a C++ compiler (cxx.h): heist-cxx,
+ * a pool.post lambda per task and the same latch, beside heist; heist-cxx-futures, a
+ * pool.submit lambda per task and get() on every future, beside heist-futures (issue
+ * 15: at most 1.1x). */
 #include "workloads.h"
 
 #include "baseline_pool.h"
+#include "cxx.h"
 #include "kernels.h"
 #include "latch.h"
 #include "malloc_count.h"
@@ -133,6 +137,22 @@ run_heist_group(struct bench_job *j)
 
 static void baseline_storm_task(void *arg) { storm_one(arg); }
 
+#ifdef HEIST_BENCH_CXX
+static void
+run_cxx_post(struct bench_job *j)
+{
+	struct storm *s = j->in;
+	cxx_storm_post(j->pool, s->out, s->ntasks, s->iters, s->latch);
+}
+
+static void
+run_cxx_futures(struct bench_job *j)
+{
+	struct storm *s = j->in;
+	cxx_storm_futures(j->pool, s->out, s->ntasks, s->iters);
+}
+#endif
+
 static void
 run_baseline(struct bench_job *j)
 {
@@ -157,6 +177,10 @@ static const struct bench_impl impls[] = {
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist, .count_allocs = true },
 	{ "heist-futures", THREADS, POOL_HEIST, .run = run_heist_futures },
 	{ "heist-group", THREADS, POOL_HEIST, .run = run_heist_group, .count_allocs = true },
+#ifdef HEIST_BENCH_CXX
+	{ "heist-cxx", THREADS, POOL_HEIST, .run = run_cxx_post, .count_allocs = true },
+	{ "heist-cxx-futures", THREADS, POOL_HEIST, .run = run_cxx_futures, .count_allocs = true },
+#endif
 	{ "omp", THREADS, POOL_PEER, .run = run_peer },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
 };
@@ -214,6 +238,22 @@ figures(struct bench_set *s)
 		double per = (double)vg->allocs / (double)st->ntasks;
 		row_metric(vg->row, "heap_allocs_per_task", per, "allocs/task %.4f", per);
 	}
+	/* The C++ rows over their C rows: post over heist, submit over heist-futures. */
+	const char *cxx[2][2] = { { "heist-cxx", "heist" }, { "heist-cxx-futures", "heist-futures" } };
+	for (unsigned k = 0; k < 2; k++) {
+		struct variant *vx = bench_find(s, cxx[k][0], N), *vc = bench_find(s, cxx[k][1], N);
+		if (vx && vc) {
+			double x = (double)vx->median_ns / (double)vc->median_ns;
+			row_metric(vx->row, "ratio_to_c", x, "t/%s %.2f%s", cxx[k][1], x,
+				   x > 1.10 ? " (target <= 1.10: MISSED)" : " (target <= 1.10: met)");
+		}
+		if (vx && vx->counted) {
+			double per = (double)vx->allocs / (double)st->ntasks;
+			row_metric(vx->row, "heap_allocs_per_task", per, "allocs/task %.4f", per);
+		}
+	}
+	row_note(bench_set_row(s, "heist-cxx", N), "pool.post lambdas, latch");
+	row_note(bench_set_row(s, "heist-cxx-futures", N), "pool.submit lambdas, each get()");
 	row_note(vf ? vf->row : NULL, "a future per task, each waited for");
 	row_note(vg ? vg->row : NULL, "one heist_group, one wait");
 	row_note(bench_set_row(s, "omp", N), "submitter is one of the %u", N);

@@ -1,0 +1,1537 @@
+/* heist.hpp - the C++17 API of heist, header-only, over the C library (heist.h).
+ *
+ * What lives here: heist::pool (RAII over heist_pool) and heist::pool_ref (a view of a
+ * heist_pool the caller owns), submit and post of any callable with arguments,
+ * heist::future<R> (a result or an exception, then, cancel), heist::cancel_token and
+ * heist::cancelled(), parallel loops (pool::for_each), and fork-join with zero heap
+ * allocation (heist::join, heist::task_group, pool::run). What does not: any
+ * scheduling; every task runs through the C calls, so the same scheduler, the same
+ * profiler and the same statistics see C and C++ tasks alike. pool::reduce waits for
+ * the C heist_reduce (not landed yet).
+ *
+ * Exceptions never cross the C library's frames: every function the library calls
+ * (a trampoline) is noexcept, catches everything the user's code throws, and stores
+ * it where the caller's side rethrows it (future::get, for_each, join, run,
+ * task_group::wait). Storage, by operation (docs/cxx.md has the full table):
+ *  - submit/post/submit_cancellable of a callable whose decayed callable and
+ *    arguments are trivially copyable and fit the C job record's 48 inline bytes
+ *    (with 8 bytes for a ticket when the future may carry an exception or a value,
+ *    and 8 for a token): heist_submit_copy, no heap allocation. The result travels
+ *    in the C future's int when the result type is void or a trivially copyable
+ *    type of at most sizeof(int) bytes; an exception (or a value that collides with
+ *    a code reserved here) goes through a side table keyed by the ticket, on that
+ *    path only.
+ *  - anything else (a move-only callable such as a lambda holding a std::unique_ptr,
+ *    a larger capture, a larger or non-trivial result): one heap block holding the
+ *    callable, its arguments and the result or exception; heist_submit.
+ *  - future::then: one heap block (the C continuation record keeps its inline bytes
+ *    for itself).
+ *  - for_each, join, task_group, run: nothing; closures and records live in the
+ *    caller's frame.
+ * The idea of a per-job ticket and a side table for the rare path is ours; the
+ * implicit-object rule that makes the memcpy'd bytes a live object is P0593R6,
+ * applied to C++17 as a defect report.
+ */
+#ifndef HEIST_HEIST_HPP
+#define HEIST_HEIST_HPP
+
+#include <heist/heist.h>
+
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "heist.hpp needs C++17 (-std=c++17); C code includes heist/heist.h"
+#endif
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <future>
+#include <iterator>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <system_error>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+namespace heist {
+
+/* ---------------------------------------------------------------------------------- */
+/* Errors                                                                             */
+
+/**
+ * Thrown by future::get() (and by join/for_each callers that wait for it) for a task
+ * that was cancelled before it ran, by its future or by its token.
+ */
+class cancelled_error : public std::system_error {
+public:
+	cancelled_error() : std::system_error(ECANCELED, std::generic_category(),
+					      "heist: task cancelled") {}
+};
+
+/**
+ * The handler for an exception that nobody can receive: one thrown by a task given to
+ * pool::post. It runs on the worker that ran the task, and must not throw. The default
+ * prints the exception's what() to stderr and calls std::terminate, as an exception
+ * escaping a std::thread does.
+ */
+using exception_handler = void (*)(std::exception_ptr) noexcept;
+
+namespace detail {
+
+[[noreturn]] inline void
+throw_error(int err, const char *what)
+{
+	if (err == ENOMEM)
+		throw std::bad_alloc();
+	if (err == ECANCELED)
+		throw cancelled_error();
+	throw std::system_error(err, std::generic_category(), what);
+}
+
+inline void
+default_handler(std::exception_ptr e) noexcept
+{
+	const char *what = "an exception not derived from std::exception";
+	try {
+		std::rethrow_exception(e);
+	} catch (const std::exception &x) {
+		what = x.what();
+	} catch (...) {
+	}
+	std::fprintf(stderr, "heist: a task given to heist::pool::post threw: %s\n", what);
+	std::terminate();
+}
+
+inline std::atomic<exception_handler> &
+handler_slot() noexcept
+{
+	static std::atomic<exception_handler> h{&default_handler};
+	return h;
+}
+
+inline void
+report(std::exception_ptr e) noexcept
+{
+	handler_slot().load(std::memory_order_acquire)(std::move(e));
+}
+
+} // namespace detail
+
+/** Set the handler of exceptions thrown by posted tasks; nullptr restores the
+ *  default. Returns the previous one. Any thread. */
+inline exception_handler
+set_exception_handler(exception_handler h) noexcept
+{
+	return detail::handler_slot().exchange(h ? h : &detail::default_handler,
+					       std::memory_order_acq_rel);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Internals shared by everything below                                               */
+
+namespace detail {
+
+/* Results a trampoline of a job with inline bytes returns besides the value itself.
+ * ECANCELED is the library's: the job never ran. A value whose int is one of the three
+ * goes through the side table instead (code_side). */
+enum : int {
+	code_side = INT_MIN,		/* look up the ticket in the side table */
+	code_token = INT_MIN + 1,	/* the trampoline found its token cancelled */
+};
+
+/* The C++ token a running C++ task was submitted with, for heist::cancelled(). Every
+ * trampoline of a submitted job sets it (its token or none) and restores it. */
+inline thread_local heist_cancel *current_token = nullptr;
+
+struct token_scope {
+	heist_cancel *saved;
+	explicit token_scope(heist_cancel *c) noexcept : saved(current_token)
+	{
+		current_token = c;
+	}
+	~token_scope() { current_token = saved; }
+	token_scope(const token_scope &) = delete;
+	token_scope &operator=(const token_scope &) = delete;
+};
+
+/* A heist_cancel with a count of our own: the C token has no public add-ref, and a
+ * job's inline bytes must hold a counted reference as a plain pointer. */
+struct token_block {
+	std::atomic<std::size_t> refs{1};
+	heist_cancel *c = nullptr;
+
+	static token_block *
+	make()
+	{
+		heist_cancel *c = nullptr;
+		int err = heist_cancel_create(&c);
+		if (err)
+			throw_error(err, "heist::cancel_token");
+		token_block *b = new (std::nothrow) token_block;
+		if (!b) {
+			heist_cancel_release(c);
+			throw std::bad_alloc();
+		}
+		b->c = c;
+		return b;
+	}
+	void
+	acquire() noexcept
+	{
+		/* relaxed: the caller holds a reference already. */
+		refs.fetch_add(1, std::memory_order_relaxed);
+	}
+	void
+	release() noexcept
+	{
+		/* acq_rel: the last holder frees after every other holder's use. */
+		if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+			heist_cancel_release(c);
+			delete this;
+		}
+	}
+};
+
+/* Tickets name a job's entry in the side table. Each thread takes a block of them at
+ * a time, so that submitting threads do not share a counter's cache line; 0 means
+ * none. */
+using ticket = std::uintptr_t;
+
+inline ticket
+next_ticket() noexcept
+{
+	enum : ticket { block = 4096 };
+	static std::atomic<ticket> blocks{1};
+	static thread_local ticket next = 0, end = 0;
+	if (next == end) {
+		/* relaxed: only uniqueness matters. */
+		next = blocks.fetch_add(block, std::memory_order_relaxed);
+		end = next + block;
+		if (next == 0)	/* wrapped (32-bit): skip the "none" value */
+			next = 1;
+	}
+	return next++;
+}
+
+/* What a job with inline bytes could not return in its int: an exception, or a value
+ * that collides with a reserved code. Entries exist only between the trampoline that
+ * made one and the future that takes it (or the continuation that erases it for a
+ * future dropped before its job was done). Never destroyed: a task may still finish
+ * while static destructors run. */
+struct side_entry {
+	std::exception_ptr error;
+	int value = 0;
+};
+
+struct side_table {
+	std::mutex lock;
+	std::unordered_map<ticket, side_entry> map;
+};
+
+inline side_table &
+sides() noexcept
+{
+	static side_table *t = new side_table;
+	return *t;
+}
+
+/* On a worker, inside a noexcept trampoline: out of memory here terminates (there is
+ * no other way to deliver the exception), as std::terminate does for an exception
+ * that cannot be stored. */
+inline void
+side_put(ticket t, side_entry e) noexcept
+{
+	side_table &s = sides();
+	std::lock_guard<std::mutex> g(s.lock);
+	s.map.insert_or_assign(t, std::move(e));
+}
+
+inline std::optional<side_entry>
+side_take(ticket t) noexcept
+{
+	side_table &s = sides();
+	std::lock_guard<std::mutex> g(s.lock);
+	auto it = s.map.find(t);
+	if (it == s.map.end())
+		return std::nullopt;
+	std::optional<side_entry> e(std::move(it->second));
+	s.map.erase(it);
+	return e;
+}
+
+inline int
+side_erase_job(void *t) noexcept
+{
+	side_take(reinterpret_cast<ticket>(t));
+	return 0;
+}
+
+/* Callable arguments, stored as the callable gets them: trivially copyable when they
+ * all are (std::tuple is not, in libstdc++). */
+template <std::size_t I, class T>
+struct leaf {
+	T value;
+};
+
+template <class Seq, class... T>
+struct pack_impl;
+
+template <std::size_t... I, class... T>
+struct pack_impl<std::index_sequence<I...>, T...> : leaf<I, T>... {
+	template <class... A>
+	explicit pack_impl(std::in_place_t, A &&...a) : leaf<I, T>{std::forward<A>(a)}...
+	{
+	}
+	/* Call f with every argument moved out, as std::thread and std::async do. */
+	template <class F>
+	decltype(auto)
+	call(F &&f)
+	{
+		return std::invoke(std::forward<F>(f),
+				   std::move(static_cast<leaf<I, T> &>(*this).value)...);
+	}
+};
+
+template <class... T>
+using pack = pack_impl<std::index_sequence_for<T...>, T...>;
+
+/* A result on its way to the caller: void, a reference (as a pointer) or an object. */
+template <class R>
+struct result_slot {
+	std::optional<R> v;
+	template <class F>
+	void set(F &&f) { v.emplace(std::forward<F>(f)()); }
+	R take() { return std::move(*v); }
+};
+
+template <class R>
+struct result_slot<R &> {
+	R *v = nullptr;
+	template <class F>
+	void set(F &&f) { v = &std::forward<F>(f)(); }
+	R &take() { return *v; }
+};
+
+template <>
+struct result_slot<void> {
+	template <class F>
+	void set(F &&f) { std::forward<F>(f)(); }
+	void take() {}
+};
+
+/* Whether a result can travel in the C future's int. */
+template <class R, bool Object = std::is_object_v<R>>
+struct int_sized_impl : std::false_type {};
+template <class R>
+struct int_sized_impl<R, true>
+	: std::bool_constant<std::is_trivially_copyable_v<R> && sizeof(R) <= sizeof(int) &&
+			     alignof(R) <= alignof(int)> {};
+template <>
+struct int_sized_impl<void, false> : std::true_type {};
+
+template <class R>
+inline constexpr bool int_sized = int_sized_impl<R>::value;
+
+template <class R>
+inline int
+encode(const R &r, ticket t) noexcept
+{
+	int v = 0;
+	std::memcpy(&v, &r, sizeof(R));
+	if (v == ECANCELED || v == code_side || v == code_token) {
+		side_entry e;
+		e.value = v;
+		side_put(t, std::move(e));
+		return code_side;
+	}
+	return v;
+}
+
+template <class R>
+inline R
+decode(int v) noexcept
+{
+	static_assert(std::is_trivially_copyable_v<R>);
+	alignas(R) unsigned char buf[sizeof(R)];
+	std::memcpy(buf, &v, sizeof(R));
+	return *std::launder(reinterpret_cast<R *>(buf));
+}
+
+/* ---- jobs whose bytes live in the C job record (heist_submit_copy) ---- */
+
+enum : std::size_t { record_bytes = 48, record_align = 16 };	/* heist.h's promise */
+
+template <bool Ticket, bool Token>
+struct job_tail;
+template <>
+struct job_tail<false, false> {
+	static constexpr ticket get_ticket() noexcept { return 0; }
+	static constexpr token_block *get_token() noexcept { return nullptr; }
+};
+template <>
+struct job_tail<true, false> {
+	ticket t;
+	ticket get_ticket() const noexcept { return t; }
+	static constexpr token_block *get_token() noexcept { return nullptr; }
+};
+template <>
+struct job_tail<true, true> {
+	ticket t;
+	token_block *tok;
+	ticket get_ticket() const noexcept { return t; }
+	token_block *get_token() const noexcept { return tok; }
+};
+template <>
+struct job_tail<false, true> {
+	token_block *tok;
+	static constexpr ticket get_ticket() noexcept { return 0; }
+	token_block *get_token() const noexcept { return tok; }
+};
+
+template <class Fn, class P, bool Ticket, bool Token>
+struct inline_job : job_tail<Ticket, Token> {
+	Fn fn;
+	P args;
+	template <class F, class... A>
+	inline_job(job_tail<Ticket, Token> tail, F &&f, A &&...a)
+		: job_tail<Ticket, Token>(tail), fn(std::forward<F>(f)),
+		  args(std::in_place, std::forward<A>(a)...)
+	{
+	}
+};
+
+/* The trampoline of an inline job: the bytes heist_submit_copy made are the job.
+ * Post: no future; an exception goes to the handler. Otherwise: the result in the
+ * int, or code_side with the exception (or a colliding value) in the side table. */
+template <class J, class R, bool Post>
+int
+run_inline(void *p) noexcept
+{
+	J &j = *std::launder(static_cast<J *>(p));
+	token_block *tok = j.get_token();
+	int r = 0;
+	token_scope scope(tok ? tok->c : nullptr);
+	if (tok && heist_cancel_requested(tok->c)) {
+		r = code_token;
+	} else {
+		try {
+			if constexpr (Post || std::is_void_v<R>)
+				j.args.call(std::move(j.fn));
+			else
+				r = encode<R>(j.args.call(std::move(j.fn)), j.get_ticket());
+		} catch (...) {
+			if constexpr (Post) {
+				report(std::current_exception());
+			} else {
+				side_entry e;
+				e.error = std::current_exception();
+				side_put(j.get_ticket(), std::move(e));
+				r = code_side;
+			}
+		}
+	}
+	if (tok)
+		tok->release();
+	return r;	/* the bytes are trivially destructible: nothing to end */
+}
+
+/* ---- jobs in one heap block (heist_submit, heist_future_then) ---- */
+
+/* The block's count: the job's reference (dropped by its trampoline, or by the future
+ * when the job never ran) and the future's. */
+struct state_base {
+	std::atomic<unsigned> refs;
+	explicit state_base(unsigned n) noexcept : refs(n) {}
+	virtual ~state_base() = default;
+	/* The job will never run: end what it holds now (its callable), as its
+	 * trampoline would have. */
+	virtual void unrun() noexcept {}
+	void
+	release() noexcept
+	{
+		/* acq_rel: the last holder deletes after the other's writes. */
+		if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+			delete this;
+	}
+};
+
+enum class status : unsigned char { none, value, error, cancelled };
+
+template <class R>
+struct result_state : state_base {
+	using state_base::state_base;
+	status st = status::none;
+	result_slot<R> value;
+	std::exception_ptr error;
+};
+
+template <class R, bool Post, class Fn, class... T>
+struct heap_job final : result_state<R> {
+	struct bound {
+		Fn fn;
+		pack<T...> args;
+		template <class F, class... A>
+		bound(std::in_place_t, F &&f, A &&...a)
+			: fn(std::forward<F>(f)), args(std::in_place, std::forward<A>(a)...)
+		{
+		}
+	};
+	std::optional<bound> b;
+	token_block *tok;
+
+	template <class F, class... A>
+	heap_job(unsigned nrefs, token_block *t, F &&f, A &&...a)
+		: result_state<R>(nrefs), tok(t)
+	{
+		b.emplace(std::in_place, std::forward<F>(f), std::forward<A>(a)...);
+		if (tok)
+			tok->acquire();
+	}
+	~heap_job() override
+	{
+		if (tok)
+			tok->release();
+	}
+	void
+	unrun() noexcept override
+	{
+		b.reset();
+		if (tok)
+			tok->release();
+		tok = nullptr;
+	}
+
+	static int
+	run(void *p) noexcept
+	{
+		auto *s = static_cast<heap_job *>(p);
+		token_scope scope(s->tok ? s->tok->c : nullptr);
+		if (s->tok && heist_cancel_requested(s->tok->c)) {
+			s->st = status::cancelled;
+		} else {
+			try {
+				bound &bd = *s->b;
+				if constexpr (Post)
+					bd.args.call(std::move(bd.fn));
+				else
+					s->value.set([&]() -> decltype(auto) {
+						return bd.args.call(std::move(bd.fn));
+					});
+				s->st = status::value;
+			} catch (...) {
+				if constexpr (Post)
+					report(std::current_exception());
+				s->error = std::current_exception();
+				s->st = status::error;
+			}
+		}
+		s->b.reset();	/* the callable and its arguments end on the worker */
+		s->release();	/* the job's reference */
+		return 0;	/* always 0: anything else means it never ran */
+	}
+};
+
+template <class F, class... A>
+using result_of = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
+
+template <class Fn, class P, bool Ticket, bool Token>
+inline constexpr bool fits_inline =
+	std::is_trivially_copyable_v<inline_job<Fn, P, Ticket, Token>> &&
+	sizeof(inline_job<Fn, P, Ticket, Token>) <= record_bytes &&
+	alignof(inline_job<Fn, P, Ticket, Token>) <= record_align;
+
+} // namespace detail
+
+template <class R>
+class future;
+
+class pool_ref;
+
+namespace detail {
+template <class U, class G, class R>
+struct cont_job;
+
+/* A ticket when the int may not say it all: an exception, or a value colliding with
+ * a reserved code. A noexcept callable returning void needs none; post needs none. */
+template <bool Post, class R, class Fn, class... T>
+inline constexpr bool needs_ticket =
+	!Post && !(std::is_void_v<R> && std::is_nothrow_invocable_v<Fn, T...>);
+
+template <bool Post, bool Token, class F, class... A>
+inline constexpr bool goes_inline =
+	(Post || int_sized<result_of<F, A...>>) &&
+	fits_inline<std::decay_t<F>, pack<std::decay_t<A>...>,
+		    needs_ticket<Post, result_of<F, A...>, std::decay_t<F>, std::decay_t<A>...>,
+		    Token>;
+} // namespace detail
+
+/** Whether pool::submit(f, args...) with these types keeps the callable and its
+ *  arguments in the C job record (no heap allocation); see the file comment. */
+template <class F, class... A>
+inline constexpr bool submit_is_inline = detail::goes_inline<false, false, F, A...>;
+
+/** The same for pool::post (no ticket; any result, which is dropped). */
+template <class F, class... A>
+inline constexpr bool post_is_inline = detail::goes_inline<true, false, F, A...>;
+
+/** The same for pool::submit_cancellable (a ticket and a token). */
+template <class F, class... A>
+inline constexpr bool submit_cancellable_is_inline = detail::goes_inline<false, true, F, A...>;
+
+/* ---------------------------------------------------------------------------------- */
+/* Cancellation                                                                       */
+
+/**
+ * A cancellation token shared by any number of tasks (.NET CancellationToken
+ * semantics, as heist_cancel): request() cancels the tasks submitted with it that have
+ * not started (their futures throw cancelled_error) and makes heist::cancelled() true
+ * in those running. Copies share one token; it lives while a copy or a queued task
+ * holds it. A moved-from token is empty: request() does nothing, requested() is false,
+ * and submitting with it throws std::system_error (EINVAL).
+ */
+class cancel_token {
+public:
+	/** A new token. Throws std::bad_alloc. */
+	cancel_token() : b_(detail::token_block::make()) {}
+	cancel_token(const cancel_token &o) noexcept : b_(o.b_)
+	{
+		if (b_)
+			b_->acquire();
+	}
+	cancel_token(cancel_token &&o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
+	cancel_token &
+	operator=(const cancel_token &o) noexcept
+	{
+		cancel_token(o).swap(*this);
+		return *this;
+	}
+	cancel_token &
+	operator=(cancel_token &&o) noexcept
+	{
+		cancel_token(std::move(o)).swap(*this);
+		return *this;
+	}
+	~cancel_token()
+	{
+		if (b_)
+			b_->release();
+	}
+	void swap(cancel_token &o) noexcept { std::swap(b_, o.b_); }
+
+	/** Cancel every task submitted with this token. Any thread; idempotent. What the
+	 *  caller wrote before is visible to a task that sees the cancellation. */
+	void
+	request() noexcept
+	{
+		if (b_)
+			heist_cancel_request(b_->c);
+	}
+	/** Whether request() was called. */
+	bool requested() const noexcept { return b_ && heist_cancel_requested(b_->c); }
+	/** The C token, for heist_submit_cancellable from C code; owned by this object. */
+	heist_cancel *native_handle() const noexcept { return b_ ? b_->c : nullptr; }
+
+private:
+	friend class pool_ref;
+	detail::token_block *b_;
+};
+
+/**
+ * Inside a task: whether it should stop early. True when its future was cancelled
+ * (future::cancel, as the C heist_cancelled()) or the token it was submitted with
+ * (submit_cancellable) was cancelled; false elsewhere. A fork-join child (join,
+ * task_group) that runs on its parent's thread sees its parent's answer; one that
+ * another worker stole sees false, as in C (see docs/cxx.md for the one exception).
+ */
+inline bool
+cancelled() noexcept
+{
+	heist_cancel *c = detail::current_token;
+	return heist_cancelled() || (c && heist_cancel_requested(c));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Futures                                                                            */
+
+/**
+ * The result of a submitted task: a value of type R (or nothing, for void), or the
+ * exception the task threw, or its cancellation. Move-only; one owner at a time (as
+ * std::future). The destructor releases the C future: a task whose future was
+ * dropped still runs, and its result or exception is dropped.
+ */
+template <class R>
+class future {
+public:
+	using value_type = R;
+
+	/** An empty future: valid() is false. */
+	future() noexcept = default;
+	future(future &&o) noexcept
+		: f_(std::exchange(o.f_, nullptr)), s_(std::exchange(o.s_, nullptr)),
+		  ticket_(std::exchange(o.ticket_, 0)), token_(std::exchange(o.token_, nullptr)),
+		  code_(o.code_), settled_(std::exchange(o.settled_, false))
+	{
+	}
+	future &
+	operator=(future &&o) noexcept
+	{
+		if (this != &o) {
+			reset();
+			f_ = std::exchange(o.f_, nullptr);
+			s_ = std::exchange(o.s_, nullptr);
+			ticket_ = std::exchange(o.ticket_, 0);
+			token_ = std::exchange(o.token_, nullptr);
+			code_ = o.code_;
+			settled_ = std::exchange(o.settled_, false);
+		}
+		return *this;
+	}
+	future(const future &) = delete;
+	future &operator=(const future &) = delete;
+	~future() { reset(); }
+
+	/** Whether the future refers to a task (false once get() or then() took it). */
+	bool valid() const noexcept { return f_ != nullptr; }
+
+	/** Whether the task has finished or was cancelled; never blocks. */
+	bool ready() const noexcept { return f_ && heist_future_done(f_); }
+
+	/** Wait until the task has finished or was cancelled. On a worker it runs other
+	 *  work meanwhile, as heist_future_wait does. */
+	void
+	wait() noexcept
+	{
+		if (f_ && !settled_)
+			settle(heist_future_wait(f_));
+	}
+
+	/** Wait at most d (heist_future_wait_for). */
+	template <class Rep, class Period>
+	std::future_status
+	wait_for(const std::chrono::duration<Rep, Period> &d) noexcept
+	{
+		if (!f_)
+			return std::future_status::timeout;
+		/* In double nanoseconds, so that no duration overflows; beyond ~584 years
+		 * is forever (UINT64_MAX, as heist_future_wait_for reads it). */
+		double ns = std::chrono::duration<double, std::nano>(d).count();
+		std::uint64_t t = !(ns > 0) ? 0
+				  : ns >= 1.8e19 ? UINT64_MAX
+						 : static_cast<std::uint64_t>(ns);
+		if (!heist_future_wait_for(f_, t))
+			return std::future_status::timeout;
+		settle();
+		return std::future_status::ready;
+	}
+
+	/**
+	 * Wait, then return the task's result or rethrow its exception; cancelled_error
+	 * if it was cancelled before it ran. Once: the future is empty afterwards, as
+	 * std::future. std::future_error (no_state) on an empty future.
+	 */
+	R
+	get()
+	{
+		if (!f_)
+			throw std::future_error(std::future_errc::no_state);
+		future own(std::move(*this));	/* releases on every way out */
+		own.wait();
+		return own.take();
+	}
+
+	/**
+	 * Cancel the task: if it has not started it never runs (get() throws
+	 * cancelled_error); if it runs, heist::cancelled() turns true inside it and its
+	 * own result is delivered; if it is done, nothing changes.
+	 */
+	void
+	cancel() noexcept
+	{
+		if (!f_)
+			return;
+		heist_future_cancel(f_);
+		/* After the C cancel the job is final or running, never still queued: a
+		 * final one is settled now, so that what a job that never ran holds is
+		 * freed while we still know it. */
+		if (heist_future_done(f_))
+			settle();
+	}
+
+	/**
+	 * Run g on the task's pool once the task is done, without blocking a thread
+	 * (heist_future_then), and return its future. g takes either this future (ready;
+	 * g calls get() and sees the exception, if any) or the value (nothing for void):
+	 * then an exception or a cancellation of the task skips g and goes to the
+	 * returned future. If the task was cancelled before it ran, g never runs and the
+	 * returned future throws cancelled_error. This future is empty afterwards. One
+	 * heap block. Throws std::bad_alloc, std::system_error (ESHUTDOWN: the pool is
+	 * gone), std::future_error on an empty future; then this future is unchanged.
+	 */
+	template <class G>
+	auto then(G &&g);
+
+	/** The C future; still owned by this object. */
+	heist_future *native_handle() const noexcept { return f_; }
+
+private:
+	template <class>
+	friend class future;
+	friend class pool_ref;
+	template <class, class, class>
+	friend struct detail::cont_job;
+
+	future(heist_future *f, detail::result_state<R> *s, detail::ticket t,
+	       detail::token_block *tok) noexcept
+		: f_(f), s_(s), ticket_(t), token_(tok)
+	{
+	}
+
+	/* The job is final: note its code, and free what a job that never ran holds
+	 * (its trampoline would have). Idempotent. */
+	void
+	settle() noexcept
+	{
+		if (!settled_ && f_)
+			settle(heist_future_wait(f_));	/* final: returns at once */
+	}
+
+	/* The same with the code a wait just returned. */
+	void
+	settle(int code) noexcept
+	{
+		code_ = code;
+		settled_ = true;
+		if (s_) {
+			if (code_ != 0) {	/* ECANCELED, or a continuation that could
+						   not queue */
+				s_->unrun();
+				s_->release();	/* the job's reference */
+			}
+		} else if (code_ == ECANCELED && token_) {
+			token_->release();
+		}
+		token_ = nullptr;
+	}
+
+	/* The settled result, or its exception. */
+	R
+	take()
+	{
+		if (s_) {
+			if (code_ != 0)
+				detail::throw_error(code_, "heist::future::get");
+			if (s_->st == detail::status::error)
+				std::rethrow_exception(s_->error);
+			if (s_->st == detail::status::cancelled)
+				throw cancelled_error();
+			return s_->value.take();
+		}
+		int v = code_;
+		if (v == ECANCELED || v == detail::code_token)
+			throw cancelled_error();
+		if (v == detail::code_side) {
+			std::optional<detail::side_entry> e = detail::side_take(ticket_);
+			ticket_ = 0;
+			if (!e)	/* cannot happen: the trampoline put it before returning */
+				std::terminate();
+			if (e->error)
+				std::rethrow_exception(e->error);
+			v = e->value;
+		}
+		if constexpr (std::is_void_v<R>)
+			return;
+		else if constexpr (detail::int_sized<R>)
+			return detail::decode<R>(v);
+		else
+			std::terminate();	/* such results always have a heap block */
+	}
+
+	void
+	reset() noexcept
+	{
+		if (!f_)
+			return;
+		if (!settled_ && heist_future_done(f_))
+			settle();
+		if (settled_) {
+			if (!s_ && code_ == detail::code_side && ticket_)
+				detail::side_take(ticket_);
+		} else if (!s_ && ticket_) {
+			/* Dropped before its job is done: whatever the job leaves in the
+			 * side table is erased when it is. A continuation runs unless the
+			 * job was cancelled before it ran, when it left nothing. */
+			int err = heist_future_then(f_, &detail::side_erase_job,
+						    reinterpret_cast<void *>(ticket_), nullptr);
+			if (err) {	/* ENOMEM (or the pool just went): wait instead */
+				heist_future_wait(f_);
+				detail::side_take(ticket_);
+			}
+		}
+		if (s_)
+			s_->release();
+		heist_future_release(f_);
+		f_ = nullptr;
+		s_ = nullptr;
+		ticket_ = 0;
+		token_ = nullptr;
+		settled_ = false;
+	}
+
+	heist_future *f_ = nullptr;
+	detail::result_state<R> *s_ = nullptr;	/* heap jobs; nullptr: inline */
+	detail::ticket ticket_ = 0;		/* inline jobs with a side entry possible */
+	detail::token_block *token_ = nullptr;	/* inline jobs: the job's token, freed here
+						   if the job never runs */
+	int code_ = 0;				/* settled: the C future's result */
+	bool settled_ = false;
+};
+
+/* ---- continuations ---- */
+
+namespace detail {
+
+template <class R, class G, bool Whole>
+struct cont_result_impl;
+template <class R, class G>
+struct cont_result_impl<R, G, true> {
+	using type = std::invoke_result_t<G, future<R>>;
+};
+template <class R, class G>
+struct cont_result_impl<R, G, false> {
+	using type = std::invoke_result_t<G, R>;
+};
+template <class G>
+struct cont_result_impl<void, G, false> {
+	using type = std::invoke_result_t<G>;
+};
+
+template <class R, class G>
+inline constexpr bool takes_future = std::is_invocable_v<G, future<R>>;
+
+template <class R, class G>
+using cont_result = typename cont_result_impl<R, G, takes_future<R, G>>::type;
+
+/* The heap block of a continuation: its callable, the antecedent's future, and the
+ * continuation's result. g is made before ante takes the antecedent, so that a
+ * throwing move of g leaves the caller's future as it was. */
+template <class U, class G, class R>
+struct cont_job final : result_state<U> {
+	std::optional<G> g;
+	future<R> ante;
+
+	template <class G2>
+	cont_job(G2 &&g2, future<R> &a)
+		: result_state<U>(2), g(std::in_place, std::forward<G2>(g2)), ante(std::move(a))
+	{
+	}
+	void
+	unrun() noexcept override
+	{
+		g.reset();
+		ante = future<R>();
+	}
+
+	static int
+	run(void *p) noexcept
+	{
+		auto *s = static_cast<cont_job *>(p);
+		token_scope scope(nullptr);
+		try {
+			if constexpr (takes_future<R, G>) {
+				s->ante.settle();
+				s->value.set([&]() -> decltype(auto) {
+					return std::invoke(std::move(*s->g), std::move(s->ante));
+				});
+			} else if constexpr (std::is_void_v<R>) {
+				s->ante.get();
+				s->value.set([&]() -> decltype(auto) {
+					return std::invoke(std::move(*s->g));
+				});
+			} else {
+				s->value.set([&]() -> decltype(auto) {
+					return std::invoke(std::move(*s->g), s->ante.get());
+				});
+			}
+			s->st = status::value;
+		} catch (...) {
+			s->error = std::current_exception();
+			s->st = status::error;
+		}
+		s->g.reset();
+		s->ante = future<R>();
+		s->release();
+		return 0;
+	}
+};
+
+} // namespace detail
+
+template <class R>
+template <class G>
+auto
+future<R>::then(G &&g)
+{
+	using Gd = std::decay_t<G>;
+	using U = detail::cont_result<R, Gd>;
+	using S = detail::cont_job<U, Gd, R>;
+	if (!f_)
+		throw std::future_error(std::future_errc::no_state);
+	S *s = new S(std::forward<G>(g), *this);
+	heist_future *out = nullptr;
+	int err = heist_future_then(s->ante.f_, &S::run, s, &out);
+	if (err) {
+		*this = std::move(s->ante);
+		delete s;
+		detail::throw_error(err, "heist::future::then");
+	}
+	return future<U>(out, s, 0, nullptr);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Fork-join                                                                          */
+
+namespace detail {
+
+/* The spawned half of join: the caller's closure, by pointer, and its result. */
+template <class B, class RB>
+struct join_frame {
+	std::remove_reference_t<B> *fn;
+	result_slot<RB> result;
+	std::exception_ptr error;
+
+	static int
+	run(void *p) noexcept
+	{
+		auto *fr = static_cast<join_frame *>(p);
+		try {
+			fr->result.set(
+				[fr]() -> decltype(auto) { return std::invoke(std::forward<B>(*fr->fn)); });
+		} catch (...) {
+			fr->error = std::current_exception();
+		}
+		return 0;
+	}
+};
+
+template <class R>
+using join_part = std::conditional_t<std::is_void_v<R>, std::monostate, R>;
+
+template <class RA, class RB>
+using join_result = std::conditional_t<std::is_void_v<RA> && std::is_void_v<RB>, void,
+				       std::pair<join_part<RA>, join_part<RB>>>;
+
+template <class R>
+join_part<R>
+take_part(result_slot<R> &s)
+{
+	if constexpr (std::is_void_v<R>)
+		return std::monostate{};
+	else
+		return s.take();
+}
+
+} // namespace detail
+
+/**
+ * Run a() and b() in parallel and return their results as a std::pair (void when both
+ * return void; a void half is std::monostate). b is spawned (another worker may steal
+ * it), a runs on the calling thread, then b is synced, as heist_join. No heap
+ * allocation: the task record and both closures stay in the caller's frame. An
+ * exception from either is rethrown once both are done (a's first). Outside a worker
+ * heist_spawn runs b at once, so both run on the calling thread, b first: enter the
+ * pool with pool::run.
+ */
+template <class A, class B>
+auto
+join(A &&a, B &&b) -> detail::join_result<std::invoke_result_t<A>, std::invoke_result_t<B>>
+{
+	using RA = std::invoke_result_t<A>;
+	using RB = std::invoke_result_t<B>;
+	detail::join_frame<B, RB> fb{&b, {}, {}};
+	heist_task t;
+	heist_spawn(&t, &detail::join_frame<B, RB>::run, &fb);
+	detail::result_slot<RA> ra;
+	std::exception_ptr ea;
+	try {
+		ra.set([&a]() -> decltype(auto) { return std::invoke(std::forward<A>(a)); });
+	} catch (...) {
+		ea = std::current_exception();
+	}
+	heist_sync(&t);
+	if (ea)
+		std::rethrow_exception(ea);
+	if (fb.error)
+		std::rethrow_exception(fb.error);
+	if constexpr (!(std::is_void_v<RA> && std::is_void_v<RB>))
+		return {detail::take_part(ra), detail::take_part(fb.result)};
+}
+
+/**
+ * Fork-join spawning in a scope, with zero heap allocation: up to N children at once,
+ * each callable moved into one of the group's slots of Bytes bytes (a static_assert
+ * says when one does not fit: capture by reference, or use std::ref), with a
+ * heist_task record beside it, all in the caller's frame. spawn() pushes the child
+ * (another worker may steal it); wait() syncs the children in reverse order and then
+ * rethrows the exception of the earliest-spawned child that threw. A spawn beyond N
+ * runs the child at once, inline (a legal fork-join schedule). The destructor waits
+ * too, and drops the children's exceptions (it cannot throw): call wait().
+ * Syncs must nest: a group waits before anything spawned earlier in the same frame
+ * (another group, a join) is synced, which the reverse order of destructors gives.
+ * Not heist_group (a set of submitted jobs, heist_group_*), which allocates.
+ */
+template <std::size_t N = 8, std::size_t Bytes = 48>
+class task_group {
+public:
+	task_group() noexcept = default;
+	task_group(const task_group &) = delete;
+	task_group &operator=(const task_group &) = delete;
+	~task_group() { sync_all(); }
+
+	/** Spawn f() (its result is dropped). Throws what moving f throws; then nothing
+	 *  was spawned. */
+	template <class F>
+	void
+	spawn(F &&f)
+	{
+		using Fn = std::decay_t<F>;
+		static_assert(sizeof(Fn) <= Bytes,
+			      "heist::task_group: the callable does not fit a slot; capture by "
+			      "reference, pass std::ref(f), or raise the Bytes parameter");
+		static_assert(alignof(Fn) <= alignof(std::max_align_t),
+			      "heist::task_group: the callable is over-aligned");
+		if (n_ == N) {
+			try {
+				Fn fn(std::forward<F>(f));
+				std::invoke(std::move(fn));
+			} catch (...) {
+				if (!overflow_)
+					overflow_ = std::current_exception();
+			}
+			return;
+		}
+		slot &s = slots_[n_];
+		::new (static_cast<void *>(s.buf)) Fn(std::forward<F>(f));
+		heist_spawn(&s.task, &run<Fn>, &s);
+		n_++;
+	}
+
+	/** Sync every child spawned since the last wait, then rethrow the first
+	 *  exception (in spawn order; a child run inline because the group was full
+	 *  comes after the spawned ones). The group may be used again afterwards. */
+	void
+	wait()
+	{
+		std::exception_ptr e = sync_all();
+		if (e)
+			std::rethrow_exception(e);
+	}
+
+	/** Children spawned and not yet synced. */
+	std::size_t pending() const noexcept { return n_; }
+	static constexpr std::size_t capacity() noexcept { return N; }
+
+private:
+	struct slot {
+		heist_task task;
+		alignas(std::max_align_t) unsigned char buf[Bytes];
+		std::exception_ptr error;
+	};
+
+	template <class Fn>
+	static int
+	run(void *p) noexcept
+	{
+		slot *s = static_cast<slot *>(p);
+		Fn *fn = std::launder(reinterpret_cast<Fn *>(s->buf));
+		try {
+			std::invoke(std::move(*fn));
+		} catch (...) {
+			s->error = std::current_exception();
+		}
+		fn->~Fn();
+		return 0;
+	}
+
+	std::exception_ptr
+	sync_all() noexcept
+	{
+		std::exception_ptr first;
+		while (n_ > 0) {
+			slot &s = slots_[--n_];
+			heist_sync(&s.task);
+			if (s.error)
+				first = std::move(s.error);	/* the earliest wins: it comes last */
+			s.error = nullptr;
+		}
+		if (!first && overflow_)
+			first = overflow_;
+		overflow_ = nullptr;
+		return first;
+	}
+
+	slot slots_[N];
+	std::size_t n_ = 0;
+	std::exception_ptr overflow_;
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* Pools                                                                              */
+
+/** heist_config, zero-filled (every field's default) by its constructor. */
+struct config : ::heist_config {
+	config() noexcept : ::heist_config() {}
+};
+
+namespace detail {
+
+template <class It, class = void>
+struct is_random_access : std::false_type {};
+template <class It>
+struct is_random_access<It, std::void_t<typename std::iterator_traits<It>::iterator_category>>
+	: std::is_base_of<std::random_access_iterator_tag,
+			  typename std::iterator_traits<It>::iterator_category> {};
+
+/* A for_each in flight: the body, how to turn the C indices into the user's, and the
+ * first exception. Lives in the caller's frame. */
+template <class Body, class Map>
+struct loop {
+	Body *body;
+	Map map;
+	std::atomic<bool> failed{false};
+	std::exception_ptr error;
+
+	static int
+	run(void *arg, std::size_t b, std::size_t e) noexcept
+	{
+		auto *l = static_cast<loop *>(arg);
+		/* relaxed: a hint to skip work; the error itself is read after the loop,
+		 * which heist_for_each orders after every body. */
+		if (l->failed.load(std::memory_order_relaxed))
+			return code_side;
+		try {
+			l->map(*l->body, b, e);
+		} catch (...) {
+			bool expected = false;
+			if (l->failed.compare_exchange_strong(expected, true,
+							      std::memory_order_acq_rel))
+				l->error = std::current_exception();
+			return code_side;
+		}
+		return 0;
+	}
+};
+
+/* Runs f() on the pool (heist_run): f and its result in the caller's frame. */
+template <class F, class R>
+struct run_frame {
+	std::remove_reference_t<F> *fn;
+	result_slot<R> result;
+	std::exception_ptr error;
+
+	static int
+	run(void *p) noexcept
+	{
+		auto *fr = static_cast<run_frame *>(p);
+		try {
+			fr->result.set(
+				[fr]() -> decltype(auto) { return std::invoke(std::forward<F>(*fr->fn)); });
+		} catch (...) {
+			fr->error = std::current_exception();
+		}
+		return 0;
+	}
+};
+
+} // namespace detail
+
+/**
+ * A view of a heist_pool owned elsewhere (by a heist::pool, or by C code): every
+ * operation of a pool, no ownership. Copyable; the pool must outlive its use.
+ */
+class pool_ref {
+public:
+	explicit pool_ref(heist_pool *p) noexcept : p_(p) {}
+
+	/** The C pool. */
+	heist_pool *native_handle() const noexcept { return p_; }
+	/** Workers (heist_pool_size). */
+	unsigned size() const noexcept { return heist_pool_size(p_); }
+	/** Tasks queued, not yet started (heist_pool_pending). */
+	std::size_t pending() const noexcept { return heist_pool_pending(p_); }
+
+	/** heist_pool_wait_idle. Throws std::system_error (EDEADLK from a task of this
+	 *  pool, EINVAL for an empty pool). */
+	void
+	wait_idle() const
+	{
+		int err = heist_pool_wait_idle(p_);
+		if (err)
+			detail::throw_error(err, "heist::pool::wait_idle");
+	}
+
+	/**
+	 * Run f(args...) on the pool; its result or exception in the returned future.
+	 * f and args are decay-copied (moved when given rvalues) into the task and f is
+	 * invoked with them as rvalues, as std::async does. Small trivially copyable
+	 * ones (submit_is_inline) take no heap allocation; others one block.
+	 * From a worker of this pool the task goes on the worker's own deque. Throws
+	 * std::bad_alloc, std::system_error (ESHUTDOWN after the pool's destruction
+	 * began, EINVAL for an empty pool); nothing was queued then.
+	 */
+	template <class F, class... Args>
+	[[nodiscard]] auto
+	submit(F &&f, Args &&...args) -> future<detail::result_of<F, Args...>>
+	{
+		return submit_with<false, false>(nullptr, std::forward<F>(f),
+						 std::forward<Args>(args)...);
+	}
+
+	/**
+	 * submit with a token: if the token is cancelled before a worker takes the task,
+	 * the task never runs and its future throws cancelled_error; if during,
+	 * heist::cancelled() turns true in it. The token is checked by the task's
+	 * trampoline (the C token is not attached to the C job; see docs/cxx.md).
+	 */
+	template <class F, class... Args>
+	[[nodiscard]] auto
+	submit_cancellable(const cancel_token &token, F &&f, Args &&...args)
+		-> future<detail::result_of<F, Args...>>
+	{
+		if (!token.b_)
+			detail::throw_error(EINVAL, "heist::pool::submit_cancellable");
+		return submit_with<false, true>(token.b_, std::forward<F>(f),
+						std::forward<Args>(args)...);
+	}
+
+	/**
+	 * Fire and forget: run f(args...) on the pool, its result dropped. An exception
+	 * it throws goes to the exception handler (set_exception_handler; by default
+	 * std::terminate with a message). Small trivially copyable callables
+	 * (post_is_inline) take no heap allocation. Throws as submit.
+	 */
+	template <class F, class... Args>
+	void
+	post(F &&f, Args &&...args)
+	{
+		submit_with<true, false>(nullptr, std::forward<F>(f), std::forward<Args>(args)...);
+	}
+
+	/**
+	 * Run f() on the pool and wait for it, returning its result or rethrowing its
+	 * exception (heist_run): how an outside thread enters the pool for fork-join; on
+	 * a worker of this pool f runs inline. No heap allocation. Throws
+	 * std::system_error (ESHUTDOWN, EINVAL) or std::bad_alloc if it could not enter.
+	 */
+	template <class F>
+	std::invoke_result_t<F>
+	run(F &&f)
+	{
+		using R = std::invoke_result_t<F>;
+		detail::run_frame<F, R> fr{&f, {}, {}};
+		int err = heist_run(p_, &detail::run_frame<F, R>::run, &fr);
+		if (err)
+			detail::throw_error(err, "heist::pool::run");
+		if (fr.error)
+			std::rethrow_exception(fr.error);
+		return fr.result.take();
+	}
+
+	/**
+	 * Parallel loop over the integers [begin, end) (any integer types; their common
+	 * type is the index type), split lazily as heist_for_each does; grain 0:
+	 * automatic. body(i) per index, or body(b, e) per sub-range when it takes two
+	 * indices. The body is called from several threads at once. The calling thread
+	 * takes part; on a worker the loop forks in place, so loops nest. The first
+	 * exception a body throws stops the sub-ranges not yet started, waits for those
+	 * running, and is rethrown (first one wins; the others are dropped). No heap
+	 * allocation. begin > end throws std::system_error (EINVAL), as in C.
+	 */
+	template <class I, class J, class Body,
+		  std::enable_if_t<std::is_integral_v<I> && std::is_integral_v<J>, int> = 0>
+	void
+	for_each(I begin, J end, Body &&body, std::size_t grain = 0)
+	{
+		using T = std::common_type_t<I, J>;
+		using U = std::make_unsigned_t<T>;
+		using B = std::remove_reference_t<Body>;
+		static_assert(sizeof(U) <= sizeof(std::size_t), "heist::for_each: index too wide");
+		T b = static_cast<T>(begin), e = static_cast<T>(end);
+		if (e < b)
+			detail::throw_error(EINVAL, "heist::pool::for_each");
+		std::size_t n = static_cast<std::size_t>(static_cast<U>(e) - static_cast<U>(b));
+		auto index = [b](std::size_t i) {
+			return static_cast<T>(static_cast<U>(b) + static_cast<U>(i));
+		};
+		if constexpr (std::is_invocable_v<B &, T, T>) {
+			auto map = [index](B &f, std::size_t lo, std::size_t hi) {
+				std::invoke(f, index(lo), index(hi));
+			};
+			loop_impl<B>(body, map, n, grain);
+		} else {
+			static_assert(std::is_invocable_v<B &, T>,
+				      "heist::for_each: the body takes an index, or two (a range)");
+			auto map = [index](B &f, std::size_t lo, std::size_t hi) {
+				for (std::size_t i = lo; i < hi; i++)
+					std::invoke(f, index(i));
+			};
+			loop_impl<B>(body, map, n, grain);
+		}
+	}
+
+	/**
+	 * Parallel loop over random-access iterators [first, last): body(element) per
+	 * element, or body(b, e) per sub-range of iterators when it takes two. As the
+	 * integer form otherwise.
+	 */
+	template <class It, class Body,
+		  std::enable_if_t<!std::is_integral_v<It> && detail::is_random_access<It>::value,
+				   int> = 0>
+	void
+	for_each(It first, It last, Body &&body, std::size_t grain = 0)
+	{
+		using B = std::remove_reference_t<Body>;
+		auto d = last - first;
+		if (d < 0)
+			detail::throw_error(EINVAL, "heist::pool::for_each");
+		using D = typename std::iterator_traits<It>::difference_type;
+		if constexpr (std::is_invocable_v<B &, It, It>) {
+			auto map = [first](B &f, std::size_t lo, std::size_t hi) {
+				std::invoke(f, first + static_cast<D>(lo), first + static_cast<D>(hi));
+			};
+			loop_impl<B>(body, map, static_cast<std::size_t>(d), grain);
+		} else {
+			static_assert(std::is_invocable_v<B &, typename std::iterator_traits<It>::reference>,
+				      "heist::for_each: the body takes an element, or two iterators");
+			auto map = [first](B &f, std::size_t lo, std::size_t hi) {
+				for (std::size_t i = lo; i < hi; i++)
+					std::invoke(f, first[static_cast<D>(i)]);
+			};
+			loop_impl<B>(body, map, static_cast<std::size_t>(d), grain);
+		}
+	}
+
+	/* pool::reduce comes with the C heist_reduce (DESIGN.md: identity, associative
+	 * combine, a deterministic mode), which has not landed. */
+
+protected:
+	heist_pool *p_;
+
+private:
+	template <class B, class Map>
+	void
+	loop_impl(B &body, Map map, std::size_t n, std::size_t grain)
+	{
+		detail::loop<B, Map> l{&body, map, {}, {}};
+		int err = heist_for_each(p_, 0, n, grain, &detail::loop<B, Map>::run, &l);
+		/* acquire: pairs with the body's compare-exchange (heist_for_each orders
+		 * it too). */
+		if (l.failed.load(std::memory_order_acquire))
+			std::rethrow_exception(l.error);
+		if (err)
+			detail::throw_error(err, "heist::pool::for_each");
+	}
+
+	/* Post: no future, exceptions to the handler. Token: tok is the token. */
+	template <bool Post, bool Token, class F, class... Args>
+	auto
+	submit_with(detail::token_block *tok, F &&f, Args &&...args)
+		-> std::conditional_t<Post, void, future<detail::result_of<F, Args...>>>
+	{
+		using Fn = std::decay_t<F>;
+		using R = detail::result_of<F, Args...>;
+		using P = detail::pack<std::decay_t<Args>...>;
+		constexpr bool ticket =
+			detail::needs_ticket<Post, R, Fn, std::decay_t<Args>...>;
+		if constexpr (detail::goes_inline<Post, Token, F, Args...>) {
+			using J = detail::inline_job<Fn, P, ticket, Token>;
+			detail::job_tail<ticket, Token> tail;
+			if constexpr (ticket)
+				tail.t = detail::next_ticket();
+			if constexpr (Token)
+				tail.tok = tok;
+			J j(tail, std::forward<F>(f), std::forward<Args>(args)...);
+			if constexpr (Token)
+				tok->acquire();	/* the job's; its trampoline releases it */
+			heist_future *out = nullptr;
+			int err = heist_submit_copy(p_, &detail::run_inline<J, R, Post>, &j, sizeof j,
+						    Post ? nullptr : &out);
+			if (err) {
+				if constexpr (Token)
+					tok->release();
+				detail::throw_error(err, Post ? "heist::pool::post"
+							      : "heist::pool::submit");
+			}
+			if constexpr (!Post)
+				return future<R>(out, nullptr, j.get_ticket(), j.get_token());
+		} else {
+			using S = detail::heap_job<R, Post, Fn, std::decay_t<Args>...>;
+			S *s = new S(Post ? 1 : 2, tok, std::forward<F>(f), std::forward<Args>(args)...);
+			heist_future *out = nullptr;
+			int err = heist_submit(p_, &S::run, s, Post ? nullptr : &out);
+			if (err) {
+				delete s;
+				detail::throw_error(err, Post ? "heist::pool::post"
+							      : "heist::pool::submit");
+			}
+			if constexpr (!Post)
+				return future<R>(out, s, 0, nullptr);
+		}
+	}
+};
+
+/**
+ * A pool of worker threads (RAII over heist_pool). Non-copyable, movable; a moved-from
+ * pool is empty (its operations fail with EINVAL). The destructor drains, as
+ * heist_pool_destroy: every accepted task runs and every future is satisfied, then
+ * the workers are joined. Destroying a pool from one of its own tasks aborts.
+ */
+class pool : public pool_ref {
+public:
+	/** One worker per CPU. */
+	pool() : pool(config()) {}
+	/** threads workers (0: one per CPU). */
+	explicit pool(unsigned threads) : pool(with_threads(threads)) {}
+	/** Throws std::system_error (EINVAL for a bad config, pthread_create's error) or
+	 *  std::bad_alloc. */
+	explicit pool(const ::heist_config &cfg) : pool_ref(nullptr)
+	{
+		int err = heist_pool_create(&p_, &cfg);
+		if (err)
+			detail::throw_error(err, "heist::pool");
+	}
+	pool(pool &&o) noexcept : pool_ref(std::exchange(o.p_, nullptr)) {}
+	pool &
+	operator=(pool &&o) noexcept
+	{
+		if (this != &o) {
+			heist_pool_destroy(p_);
+			p_ = std::exchange(o.p_, nullptr);
+		}
+		return *this;
+	}
+	pool(const pool &) = delete;
+	pool &operator=(const pool &) = delete;
+	~pool() { heist_pool_destroy(p_); }
+
+private:
+	static config
+	with_threads(unsigned n) noexcept
+	{
+		config c;
+		c.threads = n;
+		return c;
+	}
+};
+
+} // namespace heist
+
+#endif /* HEIST_HEIST_HPP */
