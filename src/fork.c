@@ -64,14 +64,13 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 	/* relaxed: a thief can only reach t through the deque's release publication,
 	 * which orders these stores before its own. */
 	atomic_store_explicit(&t->state, TASK_PENDING, memory_order_relaxed);
-	atomic_store_explicit(&t->thief, NULL, memory_order_relaxed);
 	if (unlikely(!w)) {
 		spawn_outside(t);
 		return;
 	}
-	/* For a thief: the idle epoch of the job this task belongs to, until the task's
-	 * own result overwrites it (worker.c). */
-	t->result = (int)w->cur_epoch;
+	/* No thief yet: the idle epoch of the work this task belongs to, for the one
+	 * that steals it (worker.c). */
+	atomic_store_explicit(&t->thief, task_epoch_mark(w->cur_epoch), memory_order_relaxed);
 	counter_add(&w->stats.spawned, 1);
 	if (unlikely(!heist__deque_try_push(&w->dq, t))) {
 		spawn_full(w, t);

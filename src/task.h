@@ -31,12 +31,12 @@ struct task {
 	 * (and wakes the owner if it found TASK_SLEEPER); heist_sync loads it with
 	 * acquire. Jobs: always TASK_JOB. */
 	_Atomic uint32_t state;
-	/* The task's result once it is done. A spawned task that is not done holds its
-	 * spawner's idle epoch here instead (fork.c), for the thief (worker.c). */
 	int result;
 	union {
 		/* Spawned: the worker that stole it, stored with release once it has
-		 * set floor, for heist_sync to help it (wait.c). NULL until then. */
+		 * set floor, for heist_sync to help it (wait.c). Until then its
+		 * spawner's idle epoch, 0 or 1 (task_epoch_mark), for the thief
+		 * (worker.c): no worker's address. */
 		_Atomic(struct worker *) thief;
 		/* Job: the pool it was submitted to (set before it is queued). */
 		struct heist_pool *pool;
@@ -50,6 +50,21 @@ struct task {
 		int64_t floor;
 	};
 };
+
+/* A spawned task's thief word before any thief took it: the spawner's epoch e, which
+ * is 0 or 1 (a parity: worker.h's cur_epoch). */
+static inline struct worker *
+task_epoch_mark(unsigned e)
+{
+	return (struct worker *)(uintptr_t)e;
+}
+
+/* The thief in a thief word, or NULL while it holds the epoch mark. */
+static inline struct worker *
+task_thief(struct worker *word)
+{
+	return (uintptr_t)word > 1 ? word : NULL;
+}
 
 static_assert(sizeof(struct task) == sizeof(heist_task), "heist_task must hold a task");
 static_assert(_Alignof(struct task) <= _Alignof(heist_task), "heist_task alignment");

@@ -96,7 +96,7 @@ runner_of(const struct awaited *a, int64_t *floor)
 		if (r)
 			*floor = a->job->task.floor;
 	} else {
-		r = atomic_load_explicit(&a->task->thief, memory_order_acquire);
+		r = task_thief(atomic_load_explicit(&a->task->thief, memory_order_acquire));
 		if (r)
 			*floor = a->task->floor;
 	}

@@ -82,12 +82,15 @@ heist__worker_run(struct worker *w, struct task *t)
 	 * (task.h): its owner's sync may help with it (wait.c). release: the floor is
 	 * written before a helper that sees us as the thief reads it. */
 	t->floor = heist__deque_bottom(&w->dq);
+	/* relaxed: the spawner's epoch mark (fork.c) reached us with the task. */
+	unsigned epoch = (unsigned)(uintptr_t)atomic_load_explicit(&t->thief,
+								   memory_order_relaxed);
 	atomic_store_explicit(&t->thief, w, memory_order_release);
-	/* The task belongs to another job than any this thread may be waiting in; its
-	 * spawner left that job's epoch in result (fork.c), for what the task submits. */
+	/* The task belongs to another job than any this thread may be waiting in; what
+	 * it submits counts in its spawner's epoch. */
 	struct heist_future *outer = heist__current_job_swap(NULL);
 	unsigned outer_epoch = w->cur_epoch;
-	w->cur_epoch = (unsigned)t->result;
+	w->cur_epoch = epoch;
 	if (HEIST_PROFILER && unlikely(w->profile))
 		t->result = heist__worker_run_profiled(w, t);	/* recorded before DONE */
 	else

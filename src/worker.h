@@ -27,8 +27,8 @@ struct worker {
 	uint64_t done_unflushed[2];	/* jobs finished, per idle epoch, not yet
 					   subtracted from pool->live */
 	/* The idle epoch of the work this thread runs now (submit.c): the job's, a
-	 * stolen task's spawner's (spawn records it in the task), the guest's. What it
-	 * submits, and the continuations it queues, count in it. */
+	 * stolen task's spawner's (spawn records it in the task), the guest's: 0 or 1,
+	 * the parity. What it submits, and the continuations it queues, count in it. */
 	unsigned cur_epoch;
 	bool in_hook;			/* in on_worker_start/stop: no work is counted */
 	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
