@@ -153,8 +153,11 @@ HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
  * threads may wait at once, and others may submit meanwhile.
  * @returns 0; EINVAL if pool is NULL; EDEADLK when called from one of the pool's own
  *          tasks (it would wait for itself).
+ * What those tasks wrote is visible to the caller once it returns.
  * A task submitted from a fork-join child (stolen or not) counts as its parent job's;
- * a continuation counts as the job whose end (or cancellation) queued it.
+ * a continuation counts as the job whose end (or cancellation) queued it, and one
+ * linked to a future that is done already is queued by heist_future_then itself: from
+ * outside the pool, it counts as a submission from outside at that moment.
  * @since 0.1
  */
 HEIST_EXPORT int heist_pool_wait_idle(heist_pool *pool);
@@ -252,7 +255,10 @@ HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
 
 /**
  * Run fn(arg) on f's pool once f is done, without any thread blocking meanwhile: the
- * worker that finishes f queues it (at once if f is done already).
+ * worker that finishes f queues it (at once if f is done already). The call holds its
+ * own reference to f, so the caller may release f right after it; what f's task wrote
+ * is visible to fn. fn gets only arg: to read f's result there, keep f (pass it as
+ * arg, say) and release it once fn is done with it.
  * @param[out] out  Receives the continuation's future (fn's result; ECANCELED, fn never
  *                  run, if f was cancelled before it ran or if the continuation itself
  *                  is cancelled before f is done), or NULL for fire-and-forget. A task
@@ -274,7 +280,9 @@ HEIST_EXPORT int heist_future_then(heist_future *f, heist_fn fn, void *arg,
  * them in array order (ECANCELED for one cancelled), or 0. n = 0: done at once. It
  * holds its own reference to each future until then, so the caller may release them.
  * No thread waits or polls for it. Cancelling it (heist_future_cancel) makes it give
- * ECANCELED at once; the futures it waits for go on. Its continuations run on pool.
+ * ECANCELED at once; the futures it waits for go on. Its continuations run on pool;
+ * they can read its result through the future, if whoever linked them keeps it until
+ * they have run.
  * @param[out] out  Receives the future; required.
  * @returns 0; EINVAL if pool or out is NULL, fs is NULL with n > 0, or an fs[i] is
  *          NULL; ENOMEM. The futures may come from any pools.
@@ -378,7 +386,7 @@ HEIST_EXPORT int heist_group_submit(heist_group *g, heist_fn fn, void *arg);
 
 /**
  * Wait until every task submitted to the group so far, and every task they submit to
- * it, has finished. On a worker it runs the group's tasks it finds at the bottom of its
+ * it, has finished. What they wrote is visible to the caller once it returns. On a worker it runs the group's tasks it finds at the bottom of its
  * own deque (those it submitted, say) and otherwise parks as heist_future_wait does:
  * group tasks submitted from other threads, or buried under other work, are run by
  * other workers or by a spare thread standing in, so with HEIST_SPARES_NONE a worker
@@ -404,7 +412,8 @@ HEIST_EXPORT void heist_group_cancel(heist_group *g);
 /**
  * Wait for the group's tasks (as heist_group_wait, its result dropped), then free the
  * group. Cancel it first to drop the tasks that have not started. NULL is a no-op.
- * Nobody may submit to or wait on the group meanwhile.
+ * The group's own tasks may still submit to it meanwhile (destroy waits for those
+ * too); no other thread may submit to it or wait on it, during or after the call.
  * @since 0.1
  */
 HEIST_EXPORT void heist_group_destroy(heist_group *g);
