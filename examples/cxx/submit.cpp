@@ -9,7 +9,7 @@
 
 int main()
 {
-	heist::pool pool;	// one worker per CPU; the destructor drains and joins
+	heist::pool pool;	// one worker per core; the destructor drains and joins
 
 	auto f = pool.submit([](int a, int b) { return a + b; }, 2, 3);
 	int r = f.get();	// 5; this one allocated nothing (see docs/cxx.md)

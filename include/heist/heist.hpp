@@ -1496,9 +1496,9 @@ private:
  */
 class pool : public pool_ref {
 public:
-	/** One worker per CPU. */
+	/** One worker per core (per CPU without hwloc), as threads = 0. */
 	pool() : pool(config()) {}
-	/** threads workers (0: one per CPU). */
+	/** threads workers (0: one per core, as heist_config.threads). */
 	explicit pool(unsigned threads) : pool(with_threads(threads)) {}
 	/** Throws std::system_error (EINVAL for a bad config, pthread_create's error) or
 	 *  std::bad_alloc. */
