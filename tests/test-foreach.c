@@ -3,7 +3,8 @@
  * several grains and nonzero begins, on pools of one and two workers, called from an
  * outside thread, from inside heist_run, from inside a submitted task, and as a bulk
  * submission; sub-ranges are half-open, non-empty, inside the range and at most grain
- * long; bodies run on the pool's workers; a nonzero body result stops the loop, is
+ * long; bodies run on the pool's threads (workers, spare threads, the caller of an
+ * outside loop); a nonzero body result stops the loop, is
  * returned, and no body runs after the call returns; bad input is rejected; loops nest
  * three deep without deadlock. Cancellation tokens are tested in test-cancel.c.
  * Rules and helpers: common.h.
@@ -47,6 +48,35 @@ static const unsigned POOL_SIZES[] = {1, 2};
 #define NPOOLS (sizeof(POOL_SIZES) / sizeof(POOL_SIZES[0]))
 
 /* ---------------------------------------------------------------------------------- */
+/* Who runs a body: a worker, the guest slot (the caller of an outside loop), or a     */
+/* spare thread standing in for a parked worker (heist.h, heist_worker_index).        */
+
+enum role { ROLE_WORKER, ROLE_GUEST, ROLE_SPARE, ROLE_NONE };
+
+static enum role
+thread_role(const heist_pool *pool)
+{
+	int wi = heist_worker_index(), ti = heist_thread_index();
+	int size = (int)heist_pool_size(pool), threads = (int)heist_pool_threads(pool);
+
+	if (wi >= 0)
+		return wi < size && ti == wi ? ROLE_WORKER : ROLE_NONE;
+	if (ti == size)
+		return ROLE_GUEST;
+	return ti > size && ti < threads ? ROLE_SPARE : ROLE_NONE;
+}
+
+/* A thread that may run a body of pool's loop: any but the guest slot, unless the
+ * loop was called from outside (then its caller takes part). */
+static bool
+may_run_body(const heist_pool *pool, bool caller_takes_part)
+{
+	enum role r = thread_role(pool);
+
+	return r == ROLE_WORKER || r == ROLE_SPARE || (r == ROLE_GUEST && caller_takes_part);
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* How a loop is started: the four ways a caller can run one.                         */
 
 enum mode {
@@ -74,7 +104,7 @@ call_for_each(void *p)
 {
 	struct call *c = p;
 
-	if (heist_worker_index() < 0)
+	if (!may_run_body(c->pool, false))
 		atomic_fetch_add(&c->not_on_worker, 1);
 	c->result = heist_for_each(c->pool, c->begin, c->end, c->grain, c->body, c->arg);
 	if (c->returned)
@@ -130,6 +160,7 @@ run_loop(enum mode mode, struct call *c)
 /* Visiting: each index once, sub-ranges well formed, bodies on workers.              */
 
 struct visit {
+	heist_pool *pool;
 	size_t begin, end, grain;
 	unsigned pool_size;
 	atomic_uint *hits;		/* hits[i - begin]: calls that covered i */
@@ -137,7 +168,7 @@ struct visit {
 	atomic_size_t max_len;		/* the longest sub-range seen */
 	atomic_uint calls;
 	atomic_uint bad_range;		/* empty, outside [begin, end), longer than grain */
-	atomic_uint bad_worker;		/* heist_worker_index() outside [0, size) */
+	atomic_uint bad_worker;		/* bodies on a thread that may not run them */
 	bool caller_takes_part;		/* from outside: the caller runs chunks too (-1) */
 	atomic_bool returned;		/* set by the caller once the loop returned */
 	atomic_uint after_return;	/* bodies that ran after that */
@@ -157,10 +188,8 @@ visit_body(void *arg, size_t b, size_t e)
 	if (atomic_load(&v->returned))
 		atomic_fetch_add(&v->after_return, 1);
 	atomic_fetch_add(&v->calls, 1);
-	int wi = heist_worker_index();
-	/* A caller outside the pool takes part in its own loop (heist.h): chunks it
-	 * runs itself report -1, as it is not one of the pool's workers. */
-	if ((wi < 0 && !(v->caller_takes_part && wi == -1)) || (wi >= 0 && (unsigned)wi >= v->pool_size))
+	/* A caller outside the pool takes part in its own loop (heist.h). */
+	if (!may_run_body(v->pool, v->caller_takes_part))
 		atomic_fetch_add(&v->bad_worker, 1);
 	if (!(b < e && b >= v->begin && e <= v->end) || (v->grain && e - b > v->grain)) {
 		atomic_fetch_add(&v->bad_range, 1);
@@ -184,6 +213,7 @@ visit_once(heist_pool *pool, enum mode mode, size_t begin, size_t end, size_t gr
 {
 	size_t n = end - begin;
 	struct visit v = {
+		.pool = pool,
 		.begin = begin, .end = end, .grain = grain,
 		.pool_size = heist_pool_size(pool),
 		.caller_takes_part = mode == FROM_OUTSIDE,
@@ -371,8 +401,11 @@ subranges_are_half_open_nonempty_and_at_most_grain(void **state)
  * workers a thief may take part.
  * Only the bound is asserted; who takes part is the scheduler's choice. */
 struct where {
-	atomic_uint seen[2];
-	atomic_uint outside;
+	heist_pool *pool;
+	atomic_uint seen[2];	/* by worker index */
+	atomic_uint outside;	/* the guest slot: the caller of an outside loop */
+	atomic_uint spare;	/* spare threads standing in for a parked worker */
+	atomic_uint none;	/* none of these */
 };
 
 static int
@@ -383,10 +416,22 @@ where_body(void *arg, size_t b, size_t e)
 
 	(void)b;
 	(void)e;
-	if (wi < 0 || wi >= 2)
+	switch (thread_role(w->pool)) {
+	case ROLE_WORKER:
+		if (wi < 2)
+			atomic_fetch_add(&w->seen[wi], 1);
+		else
+			atomic_fetch_add(&w->none, 1);
+		break;
+	case ROLE_GUEST:
 		atomic_fetch_add(&w->outside, 1);
-	else
-		atomic_fetch_add(&w->seen[wi], 1);
+		break;
+	case ROLE_SPARE:
+		atomic_fetch_add(&w->spare, 1);
+		break;
+	default:
+		atomic_fetch_add(&w->none, 1);
+	}
 	return 0;
 }
 
@@ -398,7 +443,7 @@ body_runs_with_a_worker_index_of_the_pool(void **state)
 		unsigned size = POOL_SIZES[p];
 		heist_pool *pool = make_pool(size);
 		for (size_t m = 0; m < NMODES; m++) {
-			struct where w = {0};
+			struct where w = { .pool = pool };
 			struct call c = {
 				.pool = pool, .begin = 0, .end = 5000, .grain = 1,
 				.body = where_body, .arg = &w,
@@ -408,8 +453,9 @@ body_runs_with_a_worker_index_of_the_pool(void **state)
 			unsigned outside = atomic_load(&w.outside);
 			if (ALL_MODES[m] != FROM_OUTSIDE)
 				assert_int_equal(outside, 0);
-			assert_int_equal(atomic_load(&w.seen[0]) + atomic_load(&w.seen[1]) + outside,
-					 5000);
+			assert_int_equal(atomic_load(&w.none), 0);
+			assert_int_equal(atomic_load(&w.seen[0]) + atomic_load(&w.seen[1]) + outside +
+					 atomic_load(&w.spare), 5000);
 			if (size == 1)
 				assert_int_equal(atomic_load(&w.seen[1]), 0);
 		}
@@ -824,7 +870,7 @@ submit_bulk_without_future_runs_before_destroy_returns(void **state)
 		heist_pool *pool = make_pool(POOL_SIZES[p]);
 		size_t n = 30011;
 		struct visit v = {
-			.begin = 0, .end = n, .grain = 3, .pool_size = POOL_SIZES[p],
+			.pool = pool, .begin = 0, .end = n, .grain = 3, .pool_size = POOL_SIZES[p],
 			.hits = calloc(n, sizeof(atomic_uint)),
 			.written = calloc(n, sizeof(uint32_t)),
 		};
@@ -837,6 +883,7 @@ submit_bulk_without_future_runs_before_destroy_returns(void **state)
 			assert_int_equal(v.written[i], mark(i));
 		}
 		assert_int_equal(atomic_load(&v.bad_range), 0);
+		assert_int_equal(atomic_load(&v.bad_worker), 0);
 		free(v.hits);
 		free(v.written);
 	}
@@ -865,11 +912,7 @@ static int
 nest_inner(void *arg, size_t b, size_t e)
 {
 	struct nest_at *at = arg;
-	int wi = heist_worker_index();
-
-	bool caller = wi == -1 && at->n->caller_takes_part;
-	if ((wi < 0 && !caller) || (wi >= 0 && (unsigned)wi >= at->n->pool_size) || e > NK ||
-	    b >= e)
+	if (!may_run_body(at->n->pool, at->n->caller_takes_part) || e > NK || b >= e)
 		atomic_fetch_add(&at->n->bad, 1);
 	for (size_t k = b; k < e && k < NK; k++)
 		atomic_fetch_add(&at->n->hits[at->i][at->j][k], 1);
@@ -1003,7 +1046,7 @@ cross_body(void *arg, size_t b, size_t e)
 
 	if (pthread_equal(pthread_self(), x->a_thread))
 		atomic_fetch_add(&x->on_a, 1);
-	if (heist_worker_index() < 0)
+	if (!may_run_body(x->b, false))
 		atomic_fetch_add(&x->off_pool, 1);
 	for (size_t i = b; i < e && i < 10007; i++)
 		atomic_fetch_add(&x->hits[i], 1);
