@@ -62,13 +62,14 @@ heist_cancel_requested(const heist_cancel *c)
 }
 
 /* One attempt to move a queued job, whose state was *s, to CANCELLED; on failure *s
- * is the state found instead. release: pairs with the waiters' acquire loads
+ * is the state found instead. seq_cst: the final store of future.c's Dekker pair
+ * with the list of what waits; it pairs with the waiters' acquire loads too
  * (nothing to publish but the state itself). */
 static bool
 cancel_queued(struct heist_future *j, uint32_t *s)
 {
 	if (!atomic_compare_exchange_weak_explicit(&j->state, s, FUT_CANCELLED,
-						   memory_order_release, memory_order_relaxed))
+						   memory_order_seq_cst, memory_order_relaxed))
 		return false;
 	if (*s & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
@@ -79,11 +80,11 @@ cancel_queued(struct heist_future *j, uint32_t *s)
 void
 heist__job_cancel_taken(struct heist_future *j)
 {
-	/* release: pairs with the waiters' acquire loads. An exchange to read the
-	 * WAITERS bit, as in future.c's finish. FUT_TAKEN tells the queue processor
-	 * that the belongings are gone already. */
+	/* seq_cst: as in future.c's finish (the Dekker pair; the waiters' acquire
+	 * loads). An exchange to read the WAITERS bit. FUT_TAKEN tells the queue
+	 * processor that the belongings are gone already. */
 	uint32_t old = atomic_exchange_explicit(&j->state, FUT_CANCELLED | FUT_TAKEN,
-						memory_order_release);
+						memory_order_seq_cst);
 	if (old & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
 	heist__job_finalized(j);

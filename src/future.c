@@ -93,47 +93,76 @@ heist__job_release(struct heist_future *j)
 }
 
 
+/* The list of what waits for j's end, and final states: a Dekker pair. A finisher
+ * stores the final state and then loads the list; a pusher links its node and then
+ * loads the state; all four seq_cst, so at least one of them sees the other. A
+ * finisher that sees an empty list leaves it (no write to the job's line on the path
+ * of every job: its waiter reads that line); whoever sees the other takes the whole
+ * list with an exchange, which hands each node to exactly one of them. */
+
+/* Take j's list, closing it, and fire its nodes but `mine`; whether mine was in it. */
+static bool
+fire_list(struct heist_future *j, const struct heist__then *mine)
+{
+	/* acq_rel: acquire, to see the nodes the pushers released; release, so that a
+	 * pusher that finds the list closed sees the final state stored before. */
+	struct heist__then *n = atomic_exchange_explicit(&j->thens, THENS_CLOSED,
+							 memory_order_acq_rel);
+	bool found = false;
+	for (; n && n != THENS_CLOSED;) {
+		struct heist__then *next = n->next;	/* n may be gone once fired */
+		if (n == mine)
+			found = true;
+		else
+			n->fire(n, j);
+		n = next;
+	}
+	return found;
+}
+
 bool
 heist__job_then(struct heist_future *j, struct heist__then *node)
 {
 	/* acquire on the load and on failure: a CLOSED list means the job is final,
 	 * and its final state (stored before the close, release) must be visible to
-	 * the caller, which then fires node itself. release on success: node's fields
-	 * reach the finisher, which takes the list with acquire. */
+	 * the caller, which then fires node itself. seq_cst on success: the push of
+	 * the Dekker pair above; it also releases node's fields to whoever fires it. */
 	struct heist__then *head = atomic_load_explicit(&j->thens, memory_order_acquire);
 	do {
 		if (head == THENS_CLOSED)
 			return false;
 		node->next = head;
 	} while (!atomic_compare_exchange_weak_explicit(&j->thens, &head, node,
-							memory_order_release,
+							memory_order_seq_cst,
 							memory_order_acquire));
-	return true;
+	/* seq_cst: the pusher's load of the pair. Final: its finisher may have seen the
+	 * list empty, so it is ours to fire; node, if still in it, the caller's. */
+	uint32_t s = atomic_load_explicit(&j->state, memory_order_seq_cst);
+	if ((s & FUT_MASK) < FUT_DONE)
+		return true;
+	return !fire_list(j, node);
 }
 
 void
 heist__job_finalized(struct heist_future *j)
 {
-	/* acq_rel: acquire, to see the nodes the pushers released; release, so that a
-	 * pusher that finds the list closed sees the final state stored before. */
-	struct heist__then *n = atomic_exchange_explicit(&j->thens, THENS_CLOSED,
-							 memory_order_acq_rel);
-	while (n) {
-		struct heist__then *next = n->next;	/* n may be gone once fired */
-		n->fire(n, j);
-		n = next;
-	}
+	/* seq_cst: the finisher's load of the pair above, after its seq_cst final
+	 * store. Empty: a pusher still to come sees the final state and fires its own. */
+	struct heist__then *head = atomic_load_explicit(&j->thens, memory_order_seq_cst);
+	if (head && head != THENS_CLOSED)
+		fire_list(j, NULL);
 }
 
 /* RUNNING -> DONE, wake sleepers, and run what waits for the job. */
 static void
 finish(struct heist_future *j)
 {
-	/* release: publishes task.result and everything the task wrote; pairs with
-	 * the acquire loads in heist__job_done and heist_future_wait. An exchange, not
+	/* seq_cst: the finisher's store of the Dekker pair above (a release would do
+	 * for the waiters): publishes task.result and everything the task wrote; pairs
+	 * with the acquire loads in heist__job_done and heist_future_wait. An exchange, not
 	 * a store, only to read the WAITERS bit: the kernel's compare of the futex word
 	 * orders a sleeper against it, so reading the bit needs no acquire. */
-	uint32_t old = atomic_exchange_explicit(&j->state, FUT_DONE, memory_order_release);
+	uint32_t old = atomic_exchange_explicit(&j->state, FUT_DONE, memory_order_seq_cst);
 	if (old & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
 	heist__job_finalized(j);

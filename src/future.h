@@ -72,8 +72,9 @@ struct heist_future {
 	_Atomic(struct worker *) runner;
 	struct heist_cancel *token;	/* a reference, or NULL (cancel.c) */
 	/* What to do once final: a stack of struct heist__then, or THENS_CLOSED once
-	 * the job is final (every node pushed before that is fired, later ones are
-	 * fired by their pusher). */
+	 * taken to be fired, by the finisher or a pusher that came after the final
+	 * state (future.c: a Dekker pair with state); a pusher that finds it closed
+	 * fires its own node. */
 	struct heist__then *_Atomic thens;
 	_Alignas(16) unsigned char inline_copy[JOB_INLINE_COPY];
 };
@@ -161,12 +162,14 @@ heist__job_ref(struct heist_future *j)
  * waiters and firing its list, unless its own future cancelled it first. */
 void heist__job_complete(struct heist_future *j, int r);
 
-/* The job reached its final state (the caller stored it, and holds a reference):
- * run what waits for that (struct heist__then). */
+/* The job reached its final state (the caller stored it with seq_cst, and holds a
+ * reference): run what waits for that (struct heist__then). future.c. */
 void heist__job_finalized(struct heist_future *j);
 
-/* Have node fired when j is final. Returns false, without linking it, if j is final
- * already: then the caller fires it itself, or does what firing would do. */
+/* Have node fired when j is final. Returns false if j is final already (node not
+ * linked, or taken back): then the caller fires it itself, or does what firing
+ * would do. In that case the call may fire other nodes of j's list too. Once it
+ * returns true, node may be fired (and gone) at any moment. */
 bool heist__job_then(struct heist_future *j, struct heist__then *node);
 
 /* For a waiter of j that may not run yet (REF_DEPS): call help(ctx, d) for each job

@@ -556,6 +556,95 @@ continuations_queued_while_others_reference_them(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* Continuations attached from two threads while their antecedent finishes: the
+ * finisher and the attachers race for the list of what waits (future.c's Dekker
+ * pair); each continuation runs exactly once, none is lost (a lost one hangs its
+ * wait), none is freed early. The attachers go on until they see the job done. */
+enum { RACE_ATTACHERS = 2, RACE_MAX_LINKS = 4096 };
+
+struct race {
+	heist_future *f;
+	atomic_bool go;
+	atomic_uint ran;
+	atomic_uint failed;
+};
+
+struct attacher {
+	struct race *r;
+	heist_future *c[RACE_MAX_LINKS];
+	int n;
+	int stagger;	/* spins between go and the first attach */
+};
+
+static int
+count_run(void *arg)
+{
+	atomic_fetch_add(&((struct race *)arg)->ran, 1);
+	return 4;
+}
+
+static int
+wait_for_go(void *arg)
+{
+	struct race *r = arg;
+	while (!atomic_load(&r->go))
+		;
+	return 0;
+}
+
+static void *
+attach_links(void *arg)
+{
+	struct attacher *a = arg;
+	int after = 0;	/* links attached once the job was seen done */
+	/* The first attach races the finish (an empty list then: the case where the
+	 * attacher must fire its own), a little later each round. */
+	atomic_store(&a->r->go, true);
+	for (volatile int i = 0; i < a->stagger; i++)
+		;
+	for (a->n = 0; a->n < RACE_MAX_LINKS && after < 2; a->n++) {
+		after += heist_future_done(a->r->f);
+		if (heist_future_then(a->r->f, count_run, a->r, &a->c[a->n]))
+			atomic_fetch_add(&a->r->failed, 1);
+	}
+	return NULL;
+}
+
+static void
+continuations_attached_while_the_antecedent_finishes_run_once(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	struct attacher *a = calloc(RACE_ATTACHERS, sizeof(*a));
+	assert_non_null(a);
+	enum { ROUNDS = 300 };
+	for (int round = 0; round < ROUNDS; round++) {
+		struct race r = {0};
+		assert_int_equal(heist_submit(pool, wait_for_go, &r, &r.f), 0);
+		pthread_t t[RACE_ATTACHERS];
+		for (int k = 0; k < RACE_ATTACHERS; k++) {
+			a[k].r = &r;
+			a[k].stagger = (round % 50) * 4 * (k + 1);
+			assert_int_equal(pthread_create(&t[k], NULL, attach_links, &a[k]), 0);
+		}
+		unsigned links = 0;
+		for (int k = 0; k < RACE_ATTACHERS; k++) {
+			assert_int_equal(pthread_join(t[k], NULL), 0);
+			links += (unsigned)a[k].n;
+		}
+		assert_int_equal(atomic_load(&r.failed), 0);
+		assert_int_equal(heist_future_wait(r.f), 0);
+		for (int k = 0; k < RACE_ATTACHERS; k++)
+			for (int i = 0; i < a[k].n; i++)
+				assert_int_equal(watched(a[k].c[i]), 4);	/* a lost one hangs */
+		assert_int_equal(heist_pool_wait_idle(pool), 0);
+		assert_int_equal(atomic_load(&r.ran), links);
+		heist_future_release(r.f);
+	}
+	free(a);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -576,6 +665,7 @@ main(void)
 		cmocka_unit_test(continuations_run_after_a_task_that_returned_ecanceled),
 		cmocka_unit_test(a_full_injector_blocks_no_other_pool),
 		cmocka_unit_test(continuations_queued_while_others_reference_them),
+		cmocka_unit_test(continuations_attached_while_the_antecedent_finishes_run_once),
 	};
 	return RUN_TESTS(tests);
 }
