@@ -96,6 +96,10 @@ lease_return(_Atomic uint32_t *lease, uint32_t what)
 
 /* ---- continuations ---- */
 
+/* What a continuation (struct cont) or a when_all (struct all_ref) keeps in its job
+ * record's inline_copy, which its own argument never uses. */
+#define OWN_FIELDS(type, j) ((type *)(void *)(j)->inline_copy)
+
 /* A continuation C keeps, in its inline_copy: its node on F's list, F itself (with a
  * reference, for C's waiters to help with) and the lease on F. */
 struct cont {
@@ -104,12 +108,6 @@ struct cont {
 	_Atomic uint32_t lease;
 };
 static_assert(sizeof(struct cont) <= JOB_INLINE_COPY, "a continuation's record");
-
-static struct cont *
-cont_of(struct heist_future *c)
-{
-	return (struct cont *)(void *)c->inline_copy;
-}
 
 static struct heist_future *
 cont_job(struct heist__then *n)
@@ -123,7 +121,7 @@ cont_job(struct heist__then *n)
 static void
 cont_close(struct heist_future *c)
 {
-	struct cont *k = cont_of(c);
+	struct cont *k = OWN_FIELDS(struct cont, c);
 	struct heist_future *f = k->dep;	/* before the close: C may go after it */
 	if (lease_return(&k->lease, LEASE_OPEN))
 		heist__job_release(f);
@@ -169,7 +167,7 @@ heist_future_then(heist_future *f, heist_fn fn, void *arg, heist_future **out)
 		return ENOMEM;
 	c->task.pool = f->task.pool;
 	heist__job_set_flag(c, REF_UNQUEUED | REF_DEPS, true);	/* not before F is done */
-	struct cont *k = cont_of(c);
+	struct cont *k = OWN_FIELDS(struct cont, c);
 	k->node.fire = cont_fire;
 	k->dep = f;
 	heist__job_ref(f);	/* C's, until its lease is over */
@@ -220,12 +218,6 @@ struct all_ref {
 };
 static_assert(sizeof(struct all_ref) <= JOB_INLINE_COPY, "a when_all's record");
 
-static struct all_ref *
-all_ref_of(struct heist_future *w)
-{
-	return (struct all_ref *)(void *)w->inline_copy;
-}
-
 /* The inputs are let go. */
 static void
 all_free(struct all *a)
@@ -244,7 +236,7 @@ all_complete(struct all *a)
 	int r = 0;
 	for (size_t i = 0; i < a->n && !r; i++)
 		r = final_result(a->in[i].f);
-	if (lease_return(&all_ref_of(w)->lease, LEASE_OPEN))
+	if (lease_return(&OWN_FIELDS(struct all_ref, w)->lease, LEASE_OPEN))
 		all_free(a);
 	heist__job_complete(w, r);	/* unless W's own future cancelled it */
 	heist__job_release(w);
@@ -291,8 +283,9 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 	a->w = w;	/* holds w's counted reference until it completes */
 	a->n = n;
 	atomic_init(&a->left, n + 1);
-	all_ref_of(w)->all = a;
-	atomic_init(&all_ref_of(w)->lease, LEASE_OPEN);
+	struct all_ref *r = OWN_FIELDS(struct all_ref, w);
+	r->all = a;
+	atomic_init(&r->lease, LEASE_OPEN);
 	*out = w;
 	for (size_t i = 0; i < n; i++) {
 		a->in[i] = (struct all_input){{NULL, all_fire}, fs[i], a};
@@ -315,7 +308,7 @@ heist__job_help_deps(struct heist_future *j,
 		return false;
 	bool helped = false;
 	if (j->task.fn) {	/* a continuation */
-		struct cont *k = cont_of(j);
+		struct cont *k = OWN_FIELDS(struct cont, j);
 		if (!lease_borrow(&k->lease))
 			return false;
 		struct heist_future *f = k->dep;
@@ -324,7 +317,7 @@ heist__job_help_deps(struct heist_future *j,
 			heist__job_release(f);
 		return helped;
 	}
-	struct all_ref *r = all_ref_of(j);
+	struct all_ref *r = OWN_FIELDS(struct all_ref, j);
 	if (!lease_borrow(&r->lease))
 		return false;
 	struct all *a = r->all;

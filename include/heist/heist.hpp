@@ -1001,9 +1001,11 @@ future<R>::then(G &&g)
 
 namespace detail {
 
-/* The spawned half of join: the caller's closure, by pointer, and its result. */
+/* A closure called by the C library (the spawned half of join, the function of
+ * pool::run): the caller's closure, by pointer, its result and its exception, all in
+ * the caller's frame. */
 template <class B, class RB>
-struct join_frame {
+struct call_frame {
 	std::remove_reference_t<B> *fn;
 	result_slot<RB> result;
 	std::exception_ptr error;
@@ -1011,7 +1013,7 @@ struct join_frame {
 	static int
 	run(void *p) noexcept
 	{
-		auto *fr = static_cast<join_frame *>(p);
+		auto *fr = static_cast<call_frame *>(p);
 		try {
 			fr->result.set(
 				[fr]() -> decltype(auto) { return std::invoke(std::forward<B>(*fr->fn)); });
@@ -1056,9 +1058,9 @@ join(A &&a, B &&b) -> detail::join_result<std::invoke_result_t<A>, std::invoke_r
 {
 	using RA = std::invoke_result_t<A>;
 	using RB = std::invoke_result_t<B>;
-	detail::join_frame<B, RB> fb{&b, {}, {}};
+	detail::call_frame<B, RB> fb{&b, {}, {}};
 	heist_task t;
-	heist_spawn(&t, &detail::join_frame<B, RB>::run, &fb);
+	heist_spawn(&t, &detail::call_frame<B, RB>::run, &fb);
 	detail::result_slot<RA> ra;
 	std::exception_ptr ea;
 	try {
@@ -1230,27 +1232,6 @@ struct loop {
 	}
 };
 
-/* Runs f() on the pool (heist_run): f and its result in the caller's frame. */
-template <class F, class R>
-struct run_frame {
-	std::remove_reference_t<F> *fn;
-	result_slot<R> result;
-	std::exception_ptr error;
-
-	static int
-	run(void *p) noexcept
-	{
-		auto *fr = static_cast<run_frame *>(p);
-		try {
-			fr->result.set(
-				[fr]() -> decltype(auto) { return std::invoke(std::forward<F>(*fr->fn)); });
-		} catch (...) {
-			fr->error = std::current_exception();
-		}
-		return 0;
-	}
-};
-
 } // namespace detail
 
 /**
@@ -1336,8 +1317,8 @@ public:
 	run(F &&f)
 	{
 		using R = std::invoke_result_t<F>;
-		detail::run_frame<F, R> fr{&f, {}, {}};
-		int err = heist_run(p_, &detail::run_frame<F, R>::run, &fr);
+		detail::call_frame<F, R> fr{&f, {}, {}};
+		int err = heist_run(p_, &detail::call_frame<F, R>::run, &fr);
 		if (err)
 			detail::throw_error(err, "heist::pool::run");
 		if (fr.error)
