@@ -13,6 +13,17 @@
 extern "C" {
 #endif
 
+/* The kernels of W4, W5, W7 and W8 (w8.c) are defined once, out of line, and opaque
+ * to their callers: no caller can inline, clone or specialise them (gcc's noipa; clang
+ * has no interprocedural change across translation units without LTO, and noinline
+ * for the rest). So every row, the serial one included, runs the same machine code
+ * per range, and the ratios measure scheduling, not code generation (bench/README.md). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BENCH_KERNEL __attribute__((noipa))
+#else
+#define BENCH_KERNEL __attribute__((noinline))
+#endif
+
 /* ---- W1 fib ---------------------------------------------------------------------- */
 
 /* fib(n) for the check, by iteration. */
@@ -204,54 +215,26 @@ uts_expected(uint64_t seed)
 
 /* ---- W4 for_each ----------------------------------------------------------------- */
 
-/* The body for one element: 8 rounds of x = x * 1.0000001 + 1e-9. */
-static inline double
-w4_elem(double x)
-{
-	for (int k = 0; k < 8; k++)
-		x = x * 1.0000001 + 1e-9;
-	return x;
-}
-
-/* The body over a[begin, end): what every implementation runs per sub-range (OpenMP's
- * `parallel for` calls w4_elem per index). Elements are independent, so the result is
- * the same whatever the split and whether the compiler vectorises (no FMA contraction:
- * -ffp-contract=off). */
-static inline void
-w4_range(double *a, size_t begin, size_t end)
-{
-	for (size_t i = begin; i < end; i++)
-		a[i] = w4_elem(a[i]);
-}
+/* The body over a[begin, end): a[i] = 8 rounds of x = x * 1.0000001 + 1e-9 for each
+ * i, what every implementation runs per sub-range (kernels.c). Elements are
+ * independent, so the result is the same whatever the split and whether the compiler
+ * vectorises (no FMA contraction: -ffp-contract=off). */
+BENCH_KERNEL void w4_range(double *a, size_t begin, size_t end);
 
 /* ---- W7 matmul ------------------------------------------------------------------- */
 
 /* Rows [r0, r1) of C = A x B (n x n, row-major), naive i-k-j: each C row is zeroed,
  * then C[i][j] += A[i][k] * B[k][j] for k in order, so every element sums the same
- * products in the same order in every implementation. */
-static inline void
-w7_rows(const double *A, const double *B, double *C, size_t n, size_t r0, size_t r1)
-{
-	for (size_t i = r0; i < r1; i++) {
-		double *c = C + i * n;
-		for (size_t j = 0; j < n; j++)
-			c[j] = 0.0;
-		for (size_t k = 0; k < n; k++) {
-			double a = A[i * n + k];
-			const double *b = B + k * n;
-			for (size_t j = 0; j < n; j++)
-				c[j] += a * b[j];
-		}
-	}
-}
+ * products in the same order in every implementation (kernels.c). */
+BENCH_KERNEL void w7_rows(const double *A, const double *B, double *C, size_t n, size_t r0,
+			  size_t r1);
 
 /* ---- W5 submit storm ------------------------------------------------------------- */
 
-/* Task k of the storm: x = k; iters times x = x * 1.0000001 + 1e-7. Defined in
- * kernels.c, out of line on purpose: every implementation, the serial loop included,
- * calls the same compiled body, so results match bit for bit and the serial loop is not
- * vectorised across tasks (which no task-based version could be). */
-double w5_body(size_t k, unsigned iters);
+/* Task k of the storm: x = k; iters times x = x * 1.0000001 + 1e-7 (kernels.c). The
+ * serial loop is not vectorised across tasks either (which no task-based version
+ * could be). */
+BENCH_KERNEL double w5_body(size_t k, unsigned iters);
 
 #ifdef __cplusplus
 }

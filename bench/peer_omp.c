@@ -2,9 +2,10 @@
  * computation runs in `#pragma omp parallel num_threads(threads)` + `single`, the one
  * thread that enters making the first task; children are `omp task` with shared result
  * slots and `taskwait`, the same shape as the heist versions. OpenMP's team includes
- * the calling thread, so `threads` counts it. The loops (W4, W7) are `parallel for
- * schedule(static)` instead. Built only with OpenMP (HEIST_BENCH_OMP); the kernels are
- * kernels.h's and w8.h's, as for heist and serial. */
+ * the calling thread, so `threads` counts it. The loops (W4, W7) are a parallel region
+ * in which each thread runs the share `schedule(static)` would give it, as one range:
+ * the kernels are called per range, the same compiled code as for heist and serial
+ * (kernels.h). Built only with OpenMP (HEIST_BENCH_OMP). */
 #include "peers.h"
 
 #include <omp.h>
@@ -109,13 +110,25 @@ omp_storm(unsigned threads, double *out, size_t ntasks, unsigned iters)
 /* ---- W4 for_each: a `parallel for` per repetition; libgomp keeps the team's threads
  * between regions, so each region pays the fork and the join, not thread creation ---- */
 
+/* Thread t of nt's share of [0, n): what schedule(static) gives it, one range. */
+static void
+static_share(size_t n, size_t *b, size_t *e)
+{
+	size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+	*b = n * t / nt;
+	*e = n * (t + 1) / nt;
+}
+
 static void
 omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
 {
 	for (unsigned r = 0; r < reps; r++) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-		for (size_t i = 0; i < n; i++)
-			a[i] = w4_elem(a[i]);
+#pragma omp parallel num_threads(threads)
+		{
+			size_t b, e;
+			static_share(n, &b, &e);
+			w4_range(a, b, e);	/* per range, as every row */
+		}
 	}
 }
 
@@ -124,9 +137,12 @@ omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
 static void
 omp_matmul(unsigned threads, const double *A, const double *B, double *C, size_t n)
 {
-#pragma omp parallel for schedule(static) num_threads(threads)
-	for (size_t i = 0; i < n; i++)
-		w7_rows(A, B, C, n, i, i + 1);
+#pragma omp parallel num_threads(threads)
+	{
+		size_t r0, r1;
+		static_share(n, &r0, &r1);
+		w7_rows(A, B, C, n, r0, r1);
+	}
 }
 
 /* ---- W8 latency tree: both children are tasks ---------------------------------------- */

@@ -44,6 +44,17 @@ w8_run(heist_pool *pool, unsigned depth, unsigned payload, struct w8_result *out
 	return err;
 }
 
+BENCH_KERNEL uint64_t
+w8_work(uint64_t index, unsigned payload)
+{
+	double x = (double)index * 1e-3;
+	for (unsigned k = 0; k < payload; k++)
+		x = x * 1.0000001 + 1e-9;
+	uint64_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	return bits;
+}
+
 struct w8_result
 w8_expected(unsigned depth, unsigned payload)
 {

@@ -12,12 +12,15 @@
  * another node's index, changes the sum.
  *
  * Compiles as C11 and as C++ (peer_tbb.cpp). It needs no heist header and nothing from
- * bench/ (tools/meson.build compiles w8.c into heist-latency with -Dbench=disabled). */
+ * bench/ but kernels.h's BENCH_KERNEL (tools/meson.build compiles w8.c into
+ * heist-latency with -Dbench=disabled). */
 #ifndef HEIST_BENCH_W8_H
 #define HEIST_BENCH_W8_H
 
 #include <stdint.h>
 #include <string.h>
+
+#include "kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,17 +63,9 @@ w8_root(unsigned depth, unsigned payload)
 }
 
 /* Node index's payload: `payload` dependent rounds on a local double, returned as its
- * bits, so that the loop cannot be optimised away and the sum is exact. */
-static inline uint64_t
-w8_work(uint64_t index, unsigned payload)
-{
-	double x = (double)index * 1e-3;
-	for (unsigned k = 0; k < payload; k++)
-		x = x * 1.0000001 + 1e-9;
-	uint64_t bits;
-	memcpy(&bits, &x, sizeof bits);
-	return bits;
-}
+ * bits, so that the loop cannot be optimised away and the sum is exact. Out of line
+ * and opaque to its callers (w8.c; kernels.h says why). */
+BENCH_KERNEL uint64_t w8_work(uint64_t index, unsigned payload);
 
 /* A node's own work: its answer so far is itself. Returns its number of children:
  * 0 for a leaf, else 2. */

@@ -9,7 +9,8 @@
  * repetition, entering the pool each time); heist-nested (first size only: each
  * repetition is an outer heist_for_each over 10 blocks whose body runs heist_for_each
  * on its block, inside one heist_run, compared with the flat heist row); OpenMP (a
- * `parallel for schedule(static)` per repetition, the team's threads persisting);
+ * parallel region per repetition in which each thread runs its `schedule(static)`
+ * share as one range, the team's threads persisting);
  * oneTBB (parallel_for on a blocked_range, auto partitioner, every repetition inside one
  * task_arena::execute). heist always uses the automatic grain (0). */
 #include "workloads.h"
@@ -157,7 +158,7 @@ static const struct bench_impl impls[] = {
 	  .note = "main thread calls heist_for_each per rep: enters the pool each time" },
 	{ "heist-nested", THREADS, POOL_HEIST, .run = run_heist_nested, .when = first_size },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer,
-	  .note = "parallel for schedule(static) per rep" },
+	  .note = "a parallel region per rep, each thread its static share" },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer,
 	  .note = "parallel_for, auto partitioner; reps in one arena.execute" },
 };
