@@ -453,6 +453,61 @@ HEIST_EXPORT int heist_for_each(heist_pool *pool, size_t begin, size_t end, size
 HEIST_EXPORT int heist_submit_bulk(heist_pool *pool, size_t begin, size_t end, size_t grain,
 				   heist_range_fn body, void *arg, heist_future **out);
 
+/**
+ * A reduce body: accumulate [begin, end) into acc, an accumulator of heist_reduce's
+ * size bytes that already holds a value (the identity, or what earlier ranges left
+ * in it); nonzero stops the reduction.
+ */
+typedef int (*heist_reduce_fn)(void *arg, void *acc, size_t begin, size_t end);
+
+/**
+ * A combine: into = into (+) from, where into holds the reduction of lower indices
+ * than from. It must be associative, with the identity as its neutral element; it
+ * need not be commutative (the order of the operands is always the index order).
+ */
+typedef void (*heist_combine_fn)(void *arg, void *into, const void *from);
+
+/**
+ * Reduce [begin, end) in parallel: result = identity (+) body's accumulation of every
+ * sub-range, combined in index order. size is the accumulator's size in bytes (any
+ * size; up to 64 bytes they live in the callers' frames, above that one allocation
+ * per split); identity is size bytes, or NULL for all-zero bytes. The range is
+ * halved down to sub-ranges of at most grain indices (0: an automatic grain of
+ * about 1/16 of a worker's share). A half that no other worker has started when
+ * its parent gets to it is accumulated into the parent's value, with no identity
+ * and no combine; so where the combines fall depends on the schedule, and a
+ * floating-point result may differ in its last bits from run to run (use
+ * heist_reduce_deterministic for that). Runs as heist_run does: inline on a worker
+ * of the pool, so it nests inside tasks, loops and other reductions; from any other
+ * thread it enters the pool and waits. The first nonzero body result stops the
+ * sub-ranges not yet started, waits for those running, and is returned.
+ * *result is written only when the call returns 0; it may be identity itself.
+ * @returns 0; the first nonzero body result; EINVAL if pool, result, body or combine
+ *          is NULL, size is 0 or begin > end (an empty range gives the identity and
+ *          never calls body); ENOMEM; ESHUTDOWN.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_reduce(heist_pool *pool, size_t begin, size_t end, size_t grain,
+			      void *result, size_t size, const void *identity,
+			      heist_reduce_fn body, heist_combine_fn combine, void *arg);
+
+/**
+ * heist_reduce with a result that is the same bit for bit for every pool size and
+ * every schedule (as oneTBB's parallel_deterministic_reduce): the range is always
+ * halved down to grain (0: an automatic grain of 1/128 of the range, whatever the
+ * pool), every leaf starts from the identity, and every pair is combined, so the
+ * tree of operations depends on begin, end and grain alone. Floating-point sums
+ * reproduce. It costs a combine per split where heist_reduce claims unstolen
+ * halves. ENOMEM also when an accumulator above 64 bytes cannot be allocated
+ * (heist_reduce then goes on without splitting).
+ * @returns as heist_reduce.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_reduce_deterministic(heist_pool *pool, size_t begin, size_t end,
+					    size_t grain, void *result, size_t size,
+					    const void *identity, heist_reduce_fn body,
+					    heist_combine_fn combine, void *arg);
+
 /* ---------------------------------------------------------------------------------- */
 /* Fork-join                                                                          */
 
