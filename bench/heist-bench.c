@@ -16,8 +16,8 @@
 #include <strings.h>
 
 static const struct bench_workload *const workloads[] = {
-	&w1_fib, &w2_nqueens, &w3_uts, &w4_for_each, &w5_storm, &w6_round_trip, &w7_matmul,
-	&w8_latency, &w_chain,
+	&w1_fib, &w2_nqueens, &w3_uts, &w4_for_each, &w_reduce, &w5_storm, &w6_round_trip,
+	&w7_matmul, &w8_latency, &w_chain,
 };
 enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 

@@ -221,6 +221,9 @@ uts_expected(uint64_t seed)
  * vectorises (no FMA contraction: -ffp-contract=off). */
 BENCH_KERNEL void w4_range(double *a, size_t begin, size_t end);
 
+/* The sum of a[begin, end), in index order (the reduce rows; kernels.c). */
+BENCH_KERNEL double w4_sum(const double *a, size_t begin, size_t end);
+
 /* ---- W7 matmul ------------------------------------------------------------------- */
 
 /* Rows [r0, r1) of C = A x B (n x n, row-major), naive i-k-j: each C row is zeroed,

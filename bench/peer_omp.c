@@ -132,6 +132,25 @@ omp_for_each(unsigned threads, double *a, size_t n, unsigned reps)
 	}
 }
 
+/* ---- reduce: `reduction(+:)` over a parallel region, each thread its static share -- */
+
+static double
+omp_reduce(unsigned threads, const double *a, size_t n, unsigned reps)
+{
+	double total = 0;
+	for (unsigned r = 0; r < reps; r++) {
+		double s = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : s)
+		{
+			size_t b, e;
+			static_share(n, &b, &e);
+			s += w4_sum(a, b, e);
+		}
+		total += s;
+	}
+	return total;
+}
+
 /* ---- W7 matmul: rows of C split statically over the team ---------------------------- */
 
 static void
@@ -179,6 +198,7 @@ const struct peer peer_omp = {
 	.nqueens = omp_nqueens,
 	.uts = omp_uts,
 	.for_each = omp_for_each,
+	.reduce = omp_reduce,
 	.storm = omp_storm,
 	.round_trip = NULL,	/* no way for an outside thread to hand a running team a task */
 	.matmul = omp_matmul,

@@ -16,6 +16,7 @@
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_reduce.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
@@ -175,6 +176,22 @@ tbb_for_each(unsigned, double *a, size_t n, unsigned reps)
 	});
 }
 
+double
+tbb_reduce(unsigned, const double *a, size_t n, unsigned reps)
+{
+	double total = 0;
+	arena->execute([&] {
+		for (unsigned r = 0; r < reps; r++)
+			total += tbb::parallel_reduce(
+				tbb::blocked_range<size_t>(0, n), 0.0,
+				[a](const tbb::blocked_range<size_t> &br, double s) {
+					return s + w4_sum(a, br.begin(), br.end());
+				},
+				[](double x, double y) { return x + y; });
+	});
+	return total;
+}
+
 void
 tbb_matmul(unsigned, const double *A, const double *B, double *C, size_t n)
 {
@@ -224,8 +241,8 @@ peer_tbb_stop(void)
 }
 
 const struct peer peer_tbb = {
-	"tbb", tbb_fib, tbb_nqueens, tbb_uts, tbb_for_each, tbb_storm, tbb_round_trip,
-	tbb_matmul, tbb_tree,
+	"tbb", tbb_fib, tbb_nqueens, tbb_uts, tbb_for_each, tbb_reduce, tbb_storm,
+	tbb_round_trip, tbb_matmul, tbb_tree,
 };
 
 } // extern "C"

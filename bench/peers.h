@@ -25,6 +25,9 @@ struct peer {
 	struct uts_result (*uts)(unsigned threads, uint64_t seed);
 	/* W4: reps times a[i] = w4_elem(a[i]) over [0, n), one parallel loop each. */
 	void (*for_each)(unsigned threads, double *a, size_t n, unsigned reps);
+	/* reduce: reps times the sum of a[0, n) by w4_sum per range, one parallel
+	 * reduction each; returns the sum of the sums. */
+	double (*reduce)(unsigned threads, const double *a, size_t n, unsigned reps);
 	/* W5: one thread makes a task per k, out[k] = w5_body(k, iters), and waits. */
 	void (*storm)(unsigned threads, double *out, size_t ntasks, unsigned iters);
 	/* W6: hand a task that returns 1 to the runtime's workers and wait for it;

@@ -18,6 +18,7 @@ extern const struct bench_workload w6_round_trip;	/* W6, W6-cold */
 extern const struct bench_workload w7_matmul;		/* W7 */
 extern const struct bench_workload w8_latency;		/* W8 */
 extern const struct bench_workload w_chain;		/* continuations (issue 14) */
+extern const struct bench_workload w_reduce;		/* reduce: W4's array summed */
 
 /* idle: what an idle heist pool costs; no variants, no repetitions (w_idle.c). */
 void idle_cpu(const struct bench_opts *o);

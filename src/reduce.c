@@ -24,7 +24,7 @@
 
 enum {
 	AUTO_CHUNKS_PER_WORKER = 16,	/* heist_reduce's automatic grain: n / (16 workers) */
-	DETERMINISTIC_CHUNKS = 128,	/* heist_reduce_deterministic's: n / 128 */
+	DETERMINISTIC_CHUNKS = 64,	/* heist_reduce_deterministic's: n / 64, whatever the pool */
 	INLINE_ACC = 64,		/* accumulators this small live in the frame */
 };
 
@@ -141,10 +141,15 @@ struct root {
 	void *acc;
 };
 
+/* The whole reduction, as the body of a one-index heist_for_each: on a worker it
+ * runs in place, and an outside caller runs it in the pool's guest slot, splitting
+ * for the workers to steal, as it would take part in a loop of its own. */
 static int
-run_root(void *p)
+run_root(void *p, size_t begin, size_t end)
 {
 	struct root *r = p;
+	(void)begin;
+	(void)end;
 	reduce_into(r->red, r->begin, r->end, r->acc);
 	return atomic_load_explicit(&r->red->error, memory_order_relaxed);
 }
@@ -184,7 +189,7 @@ reduce(heist_pool *pool, size_t begin, size_t end, size_t grain, void *result, s
 		return ENOMEM;
 	set_identity(&red, acc);
 	struct root root = { &red, begin, end, acc };
-	int err = heist_run(pool, run_root, &root);
+	int err = heist_for_each(pool, 0, 1, 1, run_root, &root);
 	if (!err)
 		memcpy(result, acc, size);
 	if (acc != small)

@@ -2,13 +2,14 @@
  * empty, tiny, odd and large ranges and several grains on pools of 1, 2 and 3 workers;
  * a combine that is associative but not commutative (index order); double sums that
  * are the same bit for bit across pool sizes, grains kept, and repeated runs in the
- * deterministic form; large accumulators; calls from outside, from a task and nested
- * in a body; the first nonzero body result stops the rest and leaves *result alone;
+ * deterministic form; large accumulators; calls from outside (several at once), from
+ * a task and nested in a body; the first nonzero body result stops the rest and leaves *result alone;
  * bad input; allocation failure. Rules and helpers: common.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -358,6 +359,46 @@ reduces_from_a_task_and_nested_in_a_body(void **state)
 	}
 }
 
+/* Outside callers at once: one has the guest slot, the others enter and wait. */
+struct outside {
+	heist_pool *pool;
+	size_t f;
+	atomic_uint wrong;
+};
+
+static void *
+reduce_from_a_thread(void *arg)
+{
+	struct outside *o = arg;
+	for (int round = 0; round < 50; round++) {
+		struct sum_ctx sc = {.begin = 0, .end = 20011};
+		uint64_t s = 0;
+		if (FORMS[o->f](o->pool, 0, 20011, 0, &s, sizeof s, NULL, sum_squares, add_u64,
+				&sc) ||
+		    s != squares_expected(0, 20011))
+			atomic_fetch_add(&o->wrong, 1);
+	}
+	return NULL;
+}
+
+static void
+outside_callers_at_once_each_get_their_sum(void **state)
+{
+	(void)state;
+	enum { THREADS = 3 };
+	heist_pool *pool = make_pool(2);
+	for (size_t f = 0; f < 2; f++) {
+		struct outside o = {.pool = pool, .f = f};
+		pthread_t t[THREADS];
+		for (int k = 0; k < THREADS; k++)
+			assert_int_equal(pthread_create(&t[k], NULL, reduce_from_a_thread, &o), 0);
+		for (int k = 0; k < THREADS; k++)
+			assert_int_equal(pthread_join(t[k], NULL), 0);
+		assert_int_equal(atomic_load(&o.wrong), 0);
+	}
+	heist_pool_destroy(pool);
+}
+
 /* ---- errors ----------------------------------------------------------------------- */
 
 struct fail_ctx {
@@ -380,25 +421,47 @@ fail_at(void *arg, void *acc, size_t b, size_t e)
 	return 0;
 }
 
+struct fail_call {
+	heist_pool *pool;
+	size_t f;
+	struct fail_ctx c;
+	uint64_t result;
+	int r;
+};
+
+static int
+fail_in_task(void *arg)
+{
+	struct fail_call *fc = arg;
+	fc->r = FORMS[fc->f](fc->pool, 0, 100000, 10, &fc->result, sizeof fc->result, NULL,
+			     fail_at, add_u64, &fc->c);
+	return 0;
+}
+
 static void
 the_first_error_stops_the_rest_and_leaves_the_result_alone(void **state)
 {
 	(void)state;
 	for (size_t p = 0; p < NPOOLS; p++) {
 		heist_pool *pool = make_pool(POOL_SIZES[p]);
-		for (size_t f = 0; f < 2; f++) {
-			struct fail_ctx c = {.bad = 0};
-			uint64_t result = 12345;
-			assert_int_equal(FORMS[f](pool, 0, 100000, 10, &result, sizeof result,
-						  NULL, fail_at, add_u64, &c), 77);
-			assert_true(result == 12345);
-			/* The failing range is the first: on one worker nothing starts after
-			 * it (the rest are in its own frames); on more, at most what was
-			 * stolen and already running, never the other 9,999 leaves. */
-			if (POOL_SIZES[p] == 1)
-				assert_int_equal(atomic_load(&c.after), 0);
-			assert_true(atomic_load(&c.after) < 9000);
-		}
+		for (size_t f = 0; f < 2; f++)
+			for (int inside = 0; inside < 2; inside++) {
+				struct fail_call fc = {.pool = pool, .f = f, .result = 12345,
+						       .c = {.bad = 0}};
+				if (inside)
+					assert_int_equal(heist_run(pool, fail_in_task, &fc), 0);
+				else
+					fail_in_task(&fc);
+				assert_int_equal(fc.r, 77);
+				assert_true(fc.result == 12345);
+				/* The failing range is the first. On the one worker of a pool,
+				 * from a task, nothing starts after it (the rest are in its own
+				 * frames); otherwise at most what other threads had started,
+				 * never the other 9,999 leaves. */
+				if (POOL_SIZES[p] == 1 && inside)
+					assert_int_equal(atomic_load(&fc.c.after), 0);
+				assert_true(atomic_load(&fc.c.after) < 9000);
+			}
 		heist_pool_destroy(pool);
 	}
 }
@@ -474,6 +537,7 @@ main(void)
 		cmocka_unit_test(plain_double_sums_are_close),
 		cmocka_unit_test(large_accumulators_are_exact),
 		cmocka_unit_test(reduces_from_a_task_and_nested_in_a_body),
+		cmocka_unit_test(outside_callers_at_once_each_get_their_sum),
 		cmocka_unit_test(the_first_error_stops_the_rest_and_leaves_the_result_alone),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_lose_nothing),

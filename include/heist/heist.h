@@ -477,9 +477,10 @@ typedef void (*heist_combine_fn)(void *arg, void *into, const void *from);
  * its parent gets to it is accumulated into the parent's value, with no identity
  * and no combine; so where the combines fall depends on the schedule, and a
  * floating-point result may differ in its last bits from run to run (use
- * heist_reduce_deterministic for that). Runs as heist_run does: inline on a worker
- * of the pool, so it nests inside tasks, loops and other reductions; from any other
- * thread it enters the pool and waits. The first nonzero body result stops the
+ * heist_reduce_deterministic for that). Runs where heist_for_each would: in place
+ * on a worker of the pool, so it nests inside tasks, loops and other reductions; an
+ * outside caller takes part in the pool's guest slot (or, if that is taken, enters
+ * as heist_run does and waits). The first nonzero body result stops the
  * sub-ranges not yet started, waits for those running, and is returned.
  * *result is written only when the call returns 0; it may be identity itself.
  * @returns 0; the first nonzero body result; EINVAL if pool, result, body or combine
@@ -494,7 +495,7 @@ HEIST_EXPORT int heist_reduce(heist_pool *pool, size_t begin, size_t end, size_t
 /**
  * heist_reduce with a result that is the same bit for bit for every pool size and
  * every schedule (as oneTBB's parallel_deterministic_reduce): the range is always
- * halved down to grain (0: an automatic grain of 1/128 of the range, whatever the
+ * halved down to grain (0: an automatic grain of 1/64 of the range, whatever the
  * pool), every leaf starts from the identity, and every pair is combined, so the
  * tree of operations depends on begin, end and grain alone. Floating-point sums
  * reproduce. It costs a combine per split where heist_reduce claims unstolen
