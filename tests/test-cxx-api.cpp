@@ -1,6 +1,6 @@
 // test-cxx-api.cpp - the C++ API of heist.hpp: pools, submit and post (inline and heap
 // jobs, move-only callables, void and non-int results, exceptions), futures (get,
-// wait, wait_for, ready, cancel, then), cancellation tokens, for_each, join,
+// wait, wait_for, ready, cancel, then), cancellation tokens, for_each, reduce, join,
 // task_group, run, and the heap allocations each makes (a replaced operator new
 // counts them). Plain checks that print the line and abort, in release builds too, so
 // they may run on any thread (a body inside pool.run, say). Waits poll a condition
@@ -890,6 +890,85 @@ for_each_exceptions()
 	}));
 }
 
+// ---- reduce ----------------------------------------------------------------------
+
+static void
+reduce_sums_and_order()
+{
+	for (unsigned n : {1u, 2u, 3u}) {
+		heist::pool pool(n);
+		// Integers: exact, from outside and inside a task; long index types.
+		auto sum = [](long lo, long hi, long long acc) {
+			for (long i = lo; i < hi; i++)
+				acc += i;
+			return acc;
+		};
+		auto add = [](long long a, long long b) { return a + b; };
+		CHECK(pool.reduce(0L, 100001L, 0LL, sum, add) == 100001LL * 100000 / 2);
+		CHECK(pool.reduce(5, 5, 42LL, sum, add) == 42);	// empty: the identity
+		CHECK(pool.submit([&] { return pool.reduce_deterministic(0L, 1000L, 0LL, sum,
+									 add, 3); })
+			      .get() == 999LL * 1000 / 2);
+		// Index order with a combine that is not commutative: spans [lo, hi).
+		struct span {
+			long lo, hi;
+			bool ok;
+		};
+		auto body = [](long lo, long hi, span acc) {
+			if (acc.lo < 0)
+				return span{lo, hi, acc.ok};
+			return span{acc.lo, hi, acc.ok && acc.hi == lo};
+		};
+		auto join = [](span a, span b) {
+			if (a.lo < 0)
+				return b;
+			if (b.lo < 0)
+				return a;
+			return span{a.lo, b.hi, a.ok && b.ok && a.hi == b.lo};
+		};
+		span s = pool.reduce(3, 50003, span{-1, -1, true}, body, join, 7);
+		CHECK(s.lo == 3 && s.hi == 50003 && s.ok);
+		// Doubles: the deterministic form is the same bit for bit every time.
+		auto terms = [](long lo, long hi, double acc) {
+			for (long i = lo; i < hi; i++)
+				acc += (i % 3 ? 1.0 : 1e10) / double(i + 1);
+			return acc;
+		};
+		auto plus = [](double a, double b) { return a + b; };
+		double first = pool.reduce_deterministic(0, 200003, 0.0, terms, plus);
+		for (int r = 0; r < 5; r++) {
+			double again = pool.reduce_deterministic(0, 200003, 0.0, terms, plus);
+			CHECK(std::memcmp(&again, &first, sizeof again) == 0);
+		}
+		static double one_worker = 0;
+		if (n == 1)
+			one_worker = first;
+		CHECK(std::memcmp(&one_worker, &first, sizeof first) == 0);
+	}
+}
+
+static void
+reduce_exceptions()
+{
+	heist::pool pool(2);
+	auto add = [](int a, int b) { return a + b; };
+	CHECK_THROWS(my_error, pool.reduce(0, 100000, 0,
+					   [](int lo, int hi, int acc) {
+						   if (lo <= 777 && 777 < hi)
+							   throw my_error(3);
+						   return acc + (hi - lo);
+					   },
+					   add, 10));
+	CHECK_THROWS(my_error, pool.reduce_deterministic(
+				       0, 1000, 0, [](int lo, int hi, int acc) { return acc + hi - lo; },
+				       [](int, int) -> int { throw my_error(4); }, 10));
+	CHECK_THROWS(std::system_error,
+		     pool.reduce(5, 1, 0, [](int, int, int acc) { return acc; }, add));
+	// The pool still works.
+	CHECK(pool.reduce(0, 10, 0, [](int lo, int hi, int acc) { return acc + hi - lo; }, add) ==
+	      10);
+}
+
 // ---- fork-join -------------------------------------------------------------------
 
 static long
@@ -1156,6 +1235,8 @@ static const test tests[] = {
 	T(for_each_integers),
 	T(for_each_iterators),
 	T(for_each_exceptions),
+	T(reduce_sums_and_order),
+	T(reduce_exceptions),
 	T(join_results_and_no_allocation),
 	T(join_exceptions),
 	T(task_group_spawns),

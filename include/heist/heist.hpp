@@ -3,15 +3,15 @@
  * What lives here: heist::pool (RAII over heist_pool) and heist::pool_ref (a view of a
  * heist_pool the caller owns), submit and post of any callable with arguments,
  * heist::future<R> (a result or an exception, then, cancel), heist::cancel_token and
- * heist::cancelled(), parallel loops (pool::for_each), and fork-join with zero heap
- * allocation (heist::join, heist::task_group, pool::run). What does not: any
- * scheduling; every task runs through the C calls, so the same scheduler, the same
- * profiler and the same statistics see C and C++ tasks alike. pool::reduce waits for
- * the C heist_reduce (not landed yet).
+ * heist::cancelled(), parallel loops and reductions (pool::for_each, pool::reduce,
+ * pool::reduce_deterministic), and fork-join with zero heap allocation (heist::join,
+ * heist::task_group, pool::run). What does not: any scheduling; every task runs
+ * through the C calls, so the same scheduler, the same profiler and the same
+ * statistics see C and C++ tasks alike.
  *
  * Exceptions never cross the C library's frames: every function the library calls
  * (a trampoline) is noexcept, catches everything the user's code throws, and stores
- * it where the caller's side rethrows it (future::get, for_each, join, run,
+ * it where the caller's side rethrows it (future::get, for_each, reduce, join, run,
  * task_group::wait). Storage, by operation (docs/cxx.md has the full table):
  *  - submit/post/submit_cancellable of a callable whose decayed callable and
  *    arguments are trivially copyable and fit the C job record's 48 inline bytes
@@ -1232,6 +1232,60 @@ struct loop {
 	}
 };
 
+/* A reduce in flight: body(lo, hi, acc) -> acc and combine(a, b) -> a (+) b over T,
+ * the index map, and the first exception. Lives in the caller's frame; the C library
+ * keeps the accumulators (T is trivially copyable). */
+template <class T, class Body, class Combine, class Map>
+struct reduction {
+	Body *body;
+	Combine *combine;
+	Map map;
+	std::atomic<bool> failed{false};
+	std::exception_ptr error;
+
+	void
+	fail() noexcept
+	{
+		bool expected = false;
+		if (failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+			error = std::current_exception();
+	}
+
+	static int
+	run(void *arg, void *acc, std::size_t b, std::size_t e) noexcept
+	{
+		auto *r = static_cast<reduction *>(arg);
+		/* relaxed: a hint, as in loop::run. */
+		if (r->failed.load(std::memory_order_relaxed))
+			return code_side;
+		try {
+			T a;
+			std::memcpy(&a, acc, sizeof a);
+			a = r->map(*r->body, b, e, std::move(a));
+			std::memcpy(acc, &a, sizeof a);
+		} catch (...) {
+			r->fail();
+			return code_side;
+		}
+		return 0;
+	}
+
+	static void
+	join(void *arg, void *into, const void *from) noexcept
+	{
+		auto *r = static_cast<reduction *>(arg);
+		try {
+			T a, b;
+			std::memcpy(&a, into, sizeof a);
+			std::memcpy(&b, from, sizeof b);
+			a = std::invoke(*r->combine, std::move(a), std::move(b));
+			std::memcpy(into, &a, sizeof a);
+		} catch (...) {
+			r->fail();
+		}
+	}
+};
+
 } // namespace detail
 
 /**
@@ -1400,13 +1454,90 @@ public:
 		}
 	}
 
-	/* pool::reduce comes with the C heist_reduce (DESIGN.md: identity, associative
-	 * combine, a deterministic mode), which has not landed. */
+	/**
+	 * Parallel reduction over the integers [begin, end), over heist_reduce:
+	 * body(lo, hi, acc) returns acc with [lo, hi) accumulated into it, and
+	 * combine(a, b) returns a (+) b, where a covers lower indices than b (it must be
+	 * associative with identity as its neutral element; it need not be
+	 * commutative). Returns identity (+) everything, combined in index order. T is
+	 * trivially copyable and default-constructible (the C library keeps the
+	 * accumulators). Where the combines
+	 * fall depends on the schedule, so a floating-point result may differ in its
+	 * last bits from run to run: see reduce_deterministic. The calling thread takes
+	 * part and reductions nest, as for for_each. The first exception from body or
+	 * combine stops the sub-ranges not yet started and is rethrown. begin > end
+	 * throws std::system_error (EINVAL).
+	 */
+	template <class I, class J, class T, class Body, class Combine,
+		  std::enable_if_t<std::is_integral_v<I> && std::is_integral_v<J>, int> = 0>
+	T
+	reduce(I begin, J end, T identity, Body &&body, Combine &&combine, std::size_t grain = 0)
+	{
+		return reduce_impl(heist_reduce, begin, end, identity, body, combine, grain);
+	}
+
+	/**
+	 * reduce with a result that is the same bit for bit for every pool size and
+	 * schedule (heist_reduce_deterministic): floating-point sums reproduce.
+	 */
+	template <class I, class J, class T, class Body, class Combine,
+		  std::enable_if_t<std::is_integral_v<I> && std::is_integral_v<J>, int> = 0>
+	T
+	reduce_deterministic(I begin, J end, T identity, Body &&body, Combine &&combine,
+			     std::size_t grain = 0)
+	{
+		return reduce_impl(heist_reduce_deterministic, begin, end, identity, body, combine,
+				   grain);
+	}
 
 protected:
 	heist_pool *p_;
 
 private:
+	using c_reduce = int (*)(heist_pool *, std::size_t, std::size_t, std::size_t, void *,
+				 std::size_t, const void *, heist_reduce_fn, heist_combine_fn,
+				 void *);
+
+	template <class I, class J, class T, class Body, class Combine>
+	T
+	reduce_impl(c_reduce form, I begin, J end, const T &identity, Body &body,
+		    Combine &combine, std::size_t grain)
+	{
+		static_assert(std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>,
+			      "heist::reduce: the accumulator is trivially copyable and "
+			      "default-constructible");
+		using X = std::common_type_t<I, J>;
+		using U = std::make_unsigned_t<X>;
+		using B = std::remove_reference_t<Body>;
+		using C = std::remove_reference_t<Combine>;
+		static_assert(sizeof(U) <= sizeof(std::size_t), "heist::reduce: index too wide");
+		static_assert(std::is_invocable_r_v<T, B &, X, X, T>,
+			      "heist::reduce: body(lo, hi, acc) returns the accumulator");
+		static_assert(std::is_invocable_r_v<T, C &, T, T>,
+			      "heist::reduce: combine(a, b) returns a (+) b");
+		X b = static_cast<X>(begin), e = static_cast<X>(end);
+		if (e < b)
+			detail::throw_error(EINVAL, "heist::pool::reduce");
+		std::size_t n = static_cast<std::size_t>(static_cast<U>(e) - static_cast<U>(b));
+		auto map = [b](B &f, std::size_t lo, std::size_t hi, T acc) -> T {
+			auto index = [b](std::size_t i) {
+				return static_cast<X>(static_cast<U>(b) + static_cast<U>(i));
+			};
+			return std::invoke(f, index(lo), index(hi), std::move(acc));
+		};
+		using R = detail::reduction<T, B, C, decltype(map)>;
+		R r{&body, &combine, map, {}, {}};
+		T result;
+		int err = form(p_, 0, n, grain, &result, sizeof result, &identity, &R::run, &R::join,
+			       &r);
+		/* acquire: pairs with fail()'s compare-exchange (the C call orders it too). */
+		if (r.failed.load(std::memory_order_acquire))
+			std::rethrow_exception(r.error);
+		if (err)
+			detail::throw_error(err, "heist::pool::reduce");
+		return result;
+	}
+
 	template <class B, class Map>
 	void
 	loop_impl(B &body, Map map, std::size_t n, std::size_t grain)
