@@ -75,7 +75,8 @@ run_peer(struct bench_job *j)
 
 static const struct bench_impl impls[] = {
 	{ "serial", 1, POOL_NONE, .run = run_serial },
-	{ "heist", THREADS, POOL_HEIST, .run = run_heist, .note = "for_each over rows, auto grain" },
+	{ "heist", THREADS, POOL_HEIST, .run = run_heist,
+	  .note = "for_each over rows from the main thread, auto grain" },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
 };

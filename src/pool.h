@@ -57,12 +57,15 @@ struct heist_pool {
 	 * half of live; waiters move it on, one at a time, under idle_lock. */
 	_Atomic uint32_t epoch;
 	_Atomic uint32_t idle_drained;	/* the epochs below it are drained */
-	_Atomic uint32_t idle_waiters;
 	pthread_mutex_t idle_lock;
 
 	/* Read by submitters and workers, written once each by destroy. */
 	CACHE_ALIGNED _Atomic bool shutting;	/* outside submits get ESHUTDOWN */
 	_Atomic bool stop;			/* drained: workers exit */
+	/* Threads in heist_pool_wait_idle. Read by every worker around every job
+	 * (worker.c, flush_if_awaited), written only by waiters: here, not beside
+	 * live, which every submit changes. */
+	_Atomic uint32_t idle_waiters;
 
 	/* The guest slot is taken: CAS false -> true with acquire by the thread that
 	 * enters, store false with release when it leaves, so the next guest sees the
