@@ -192,6 +192,36 @@ after_the_work_the_pool_goes_quiet(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A pool of HEIST_MAX_THREADS / 4 workers (fewer under a sanitizer): created, given
+ * 10,000 tasks and destroyed, and quiet in between. An idle search used to visit every
+ * other worker spin times, so such a pool spent seconds searching before it slept; a
+ * hang or an endless search fails here (the test's timeout bounds the rest). */
+static void
+a_thousand_workers_start_run_and_go_quiet(void **state)
+{
+	(void)state;
+#ifdef TEST_SANITIZED
+	enum { MANY = 256 };
+#else
+	enum { MANY = HEIST_MAX_THREADS / 4 };
+#endif
+	enum { TASKS = 10000 };
+	heist_pool *pool = make_pool(MANY);
+	heist_future *last = NULL;
+	for (int i = 0; i < TASKS; i++)
+		assert_int_equal(heist_submit(pool, twice, (void *)(intptr_t)i,
+					      i == TASKS - 1 ? &last : NULL), 0);
+	assert_int_equal(watched(last), 2 * (TASKS - 1));
+	assert_int_equal(heist_pool_wait_idle(pool), 0);
+	struct heist_stats st;
+	assert_int_equal(heist_pool_stats(pool, &st), 0);
+	assert_true(st.executed >= TASKS);
+	bool ok;
+	POLL(ok, quiet(pool));
+	assert_true(ok);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -200,6 +230,7 @@ main(void)
 		cmocka_unit_test(for_each_visits_every_index_once),
 		cmocka_unit_test(futures_are_satisfied_from_outside_and_from_tasks),
 		cmocka_unit_test(after_the_work_the_pool_goes_quiet),
+		cmocka_unit_test(a_thousand_workers_start_run_and_go_quiet),
 	};
 	return RUN_TESTS(tests);
 }

@@ -82,7 +82,10 @@ struct heist_config {
 	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
 				     many outside submissions are queued */
 	unsigned spin;		/**< idle steal rounds before a worker sleeps; 0: default
-				     (1024, about 0.3 ms: half with pauses, half yielding) */
+				     (1024, about 0.3 ms: half with pauses, half yielding).
+				     A round tries every other worker: above 9 workers a
+				     search makes spin x 8 / (threads - 1) rounds (at
+				     least 1), so its cost does not grow with the pool */
 	bool profile;		/**< record TSC timestamps for every task */
 	const char *name;	/**< thread-name prefix; NULL: "heist" */
 	size_t stack_size;	/**< worker stack bytes; 0: 64 MiB, deep enough for recursion
