@@ -20,6 +20,7 @@ static const struct bench_workload *const workloads[] = {
 	&w7_matmul, &w8_latency, &w_chain,
 };
 enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
+enum { INSTR_FIB_N = 27 };	/* --instructions: W1 at fib(27), issue 12's size */
 
 /* Every name --only accepts, in order: the workloads' size names once each (W2's two
  * sizes are both "W2"), then "idle". Returns how many. */
@@ -42,7 +43,7 @@ static const char *const impl_names[] = {
 	"serial", "baseline", "heist", "omp", "tbb",
 	/* variants of heist, also selected by "heist" (unless --exact) */
 	"heist-outside", "heist-nested", "heist-prof", "heist-pin", "heist-futures",
-	"heist-group", "heist-then", "heist-wait",
+	"heist-group", "heist-then", "heist-wait", "heist-det",
 	/* the C++ API's rows (w_cxx.cpp), with a C++ compiler */
 	"heist-cxx", "heist-cxx-futures",
 };
@@ -77,6 +78,7 @@ usage(FILE *f)
 {
 	fputs("usage: heist-bench [--quick] [--threads N] [--reps N] [--only LIST] [--impl LIST]\n"
 	      "                   [--exact] [--settle MS] [--rss] [--json]\n"
+	      "       heist-bench --instructions\n"
 	      "  --quick        small sizes: a smoke run of a few seconds (CI)\n"
 	      "  --threads N    workers of the parallel implementations (default 2)\n"
 	      "  --reps N       timed repetitions per implementation, after one warm-up\n"
@@ -103,7 +105,10 @@ usage(FILE *f)
 	      "  --rss          also measure the peak RSS of each implementation per workload,\n"
 	      "                 in a child process each (this program with --only, --impl,\n"
 	      "                 --exact, --reps 1)\n"
-	      "  --json         print the rows as JSON instead of a table\n", f);
+	      "  --json         print the rows as JSON instead of a table\n"
+	      "  --instructions instructions per spawn+sync pair, W1 fib(27) on 1 worker\n"
+	      "                 against the serial fib, counted by valgrind's callgrind\n"
+	      "                 (deterministic; needs valgrind)\n", f);
 }
 
 static unsigned
@@ -135,6 +140,10 @@ main(int argc, char **argv)
 		} else if (strcmp(a, "--rss-child") == 0) {	/* internal: see rss.c */
 			o.rss_child = true;
 			bench_quiet = true;
+		} else if (strcmp(a, "--instructions") == 0) {
+			return bench_instructions(argv[0], INSTR_FIB_N);
+		} else if (strcmp(a, "--instr-child") == 0 && next && i + 2 < argc) {
+			return bench_instr_child(next, atoi(argv[i + 2]));	/* internal */
 		} else if (strcmp(a, "--threads") == 0) {
 			o.threads = parse_uint(a, next, 1, HEIST_MAX_THREADS);
 			i++;

@@ -58,6 +58,9 @@ heist_fib(heist_pool *pool, int n)
 	return a.r;
 }
 
+long w1_serial(int n) { return fib(n); }
+long w1_heist(heist_pool *pool, int n) { return heist_fib(pool, n); }
+
 /* The size's p.a is n. */
 static void run_serial(struct bench_job *j) { j->answer.value = fib((int)j->p.a); }
 static void run_heist(struct bench_job *j) { j->answer.value = heist_fib(j->pool, (int)j->p.a); }

@@ -20,6 +20,16 @@ extern const struct bench_workload w8_latency;		/* W8 */
 extern const struct bench_workload w_chain;		/* continuations (issue 14) */
 extern const struct bench_workload w_reduce;		/* reduce: W4's array summed */
 
+/* W1's serial fib and its heist fib on pool (w_fib.c), for --instructions. */
+long w1_serial(int n);
+long w1_heist(heist_pool *pool, int n);
+
+/* --instructions (instr.c): run this program (self) twice under callgrind for W1
+ * fib(n) and print the instructions per spawn+sync pair; 0, or 1 if it could not.
+ * bench_instr_child is the child's side; its exit status. */
+int bench_instructions(const char *self, int n);
+int bench_instr_child(const char *what, int n);
+
 /* idle: what an idle heist pool costs; no variants, no repetitions (w_idle.c). */
 void idle_cpu(const struct bench_opts *o);
 
