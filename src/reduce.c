@@ -102,8 +102,12 @@ reduce_into(struct reduction *red, size_t begin, size_t end, void *acc)
 		atomic_init(&h.taken, HALF_OPEN);
 		h.acc = red->size <= INLINE_ACC ? (void *)h.small : malloc(red->size);
 		if (!h.acc && red->deterministic) {
-			/* The tree must not change: this level's split, in this frame. */
-			atomic_compare_exchange_strong(&red->error, &(int){0}, ENOMEM);
+			/* The tree must not change, so no split, no result: ENOMEM, unless a
+			 * body failed first (relaxed: as in leaf). */
+			int none = 0;
+			atomic_compare_exchange_strong_explicit(&red->error, &none, ENOMEM,
+								memory_order_relaxed,
+								memory_order_relaxed);
 			return;
 		}
 		if (!h.acc) {	/* no memory: the rest here, a grain at a time */
