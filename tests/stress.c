@@ -1,5 +1,5 @@
 /* stress.c - a randomized, seeded stress of everything at once, on two pools: outside
- * threads submit jobs whose bodies fork-join, loop, wait for earlier jobs' futures
+ * threads submit jobs whose bodies fork-join, loop, reduce, wait for earlier jobs' futures
  * (their own pool's or the other's), submit and wait for nested jobs, and nap; they
  * cancel some, wait with and without timeouts, run loops from outside (the guest
  * slot) and heist_run fork-join, and fire and forget; then the pools are destroyed
@@ -114,9 +114,40 @@ check_loop(heist_pool *pool, size_t n, size_t grain)
 	return rc == ESHUTDOWN ? 0 : rc;
 }
 
+/* A reduction of [0, n) on pool, either form, from wherever we are; 0 if its sum of
+ * i * i is exact. */
+static int
+sum_body(void *arg, void *acc, size_t b, size_t e)
+{
+	(void)arg;
+	for (size_t i = b; i < e; i++)
+		*(uint64_t *)acc += (uint64_t)i * i;
+	return 0;
+}
+
+static void
+sum_combine(void *arg, void *into, const void *from)
+{
+	(void)arg;
+	*(uint64_t *)into += *(const uint64_t *)from;
+}
+
+static int
+check_reduce(heist_pool *pool, size_t n, size_t grain, bool deterministic)
+{
+	uint64_t s = 0, want = 0;
+	for (size_t i = 0; i < n; i++)
+		want += (uint64_t)i * i;
+	int rc = (deterministic ? heist_reduce_deterministic : heist_reduce)(
+		pool, 0, n, grain, &s, sizeof s, NULL, sum_body, sum_combine, NULL);
+	if (rc == 0 && s != want)
+		rc = -105;
+	return rc == ESHUTDOWN ? 0 : rc;
+}
+
 /* ---- the jobs ---- */
 
-enum kind { K_FIB, K_LOOP, K_WAIT, K_NEST, K_NAP, K_OTHER_LOOP, KINDS };
+enum kind { K_FIB, K_LOOP, K_WAIT, K_NEST, K_NAP, K_OTHER_LOOP, K_REDUCE, KINDS };
 
 struct round {
 	heist_pool *pool[2];
@@ -176,6 +207,9 @@ job_body(void *arg)
 	case K_NAP:
 		nap_us(pick(&j->rng, 300));
 		return 0;
+	case K_REDUCE:
+		return check_reduce(own, pick(&j->rng, LOOP_MAX), pick(&j->rng, 64),
+				    pick(&j->rng, 2));
 	default:
 		return -104;
 	}
@@ -242,10 +276,13 @@ step(struct player *p)
 			heist_future_wait_for(p->jobs[pick(&p->rng, p->njobs)].f,
 					      pick(&p->rng, 500) * 1000);
 		break;
-	case 5: {	/* a loop from outside: the guest slot, or heist_run */
-		int rc = check_loop(r->pool[pick(&p->rng, 2)], pick(&p->rng, LOOP_MAX), 0);
+	case 5: {	/* a loop or a reduction from outside: the guest slot, or heist_run */
+		heist_pool *pool = r->pool[pick(&p->rng, 2)];
+		size_t n = pick(&p->rng, LOOP_MAX);
+		int rc = pick(&p->rng, 4) ? check_loop(pool, n, 0)
+					  : check_reduce(pool, n, 0, pick(&p->rng, 2));
 		if (rc)
-			FAIL("outside loop: %d", rc);
+			FAIL("outside loop or reduce: %d", rc);
 		break;
 	}
 	case 6: {	/* fork-join entered from outside */
