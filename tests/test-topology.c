@@ -1,6 +1,6 @@
-/* test-topology.c - placement and victim ranks on synthetic hwloc topologies (binding
- * on a synthetic topology succeeds without effect, so the whole path runs on any
- * machine), pinning on the real machine, and the affinity mask bounding the default
+/* test-topology.c - placement and victim ranks on synthetic hwloc topologies, up to
+ * machines of 64 and 256 PUs (binding on a synthetic topology succeeds without effect,
+ * so the whole path runs on any machine), pinning on the real machine, and the affinity mask bounding the default
  * worker count. Helpers: common.h. */
 #include <errno.h>
 #include <pthread.h>
@@ -157,6 +157,72 @@ four_numa_nodes_rank_the_own_node_first(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* Machines of 64 and 256 PUs, a worker on each PU (worker i on PU i, in logical
+ * order): every worker's victims come in the ranks of the tree above it, nearest
+ * first. Checked index by index, so no bit masks: what is expected of victim v is a
+ * function of the two PU numbers. */
+enum { BIGW = 256 };
+
+static struct {
+	struct heist_placement place[BIGW];
+	unsigned victims[BIGW][BIGW], ranks[BIGW][BIGW];
+} big;
+
+/* The rank of PU v seen from PU i when PUs come in groups of sizes[0] < sizes[1] <
+ * ... (core, then each shared level): the first level whose group holds both. */
+static unsigned
+expected_rank(unsigned i, unsigned v, const unsigned *sizes, unsigned levels)
+{
+	for (unsigned r = 0; r < levels; r++)
+		if (i / sizes[r] == v / sizes[r])
+			return r;
+	return levels;
+}
+
+static void
+check_big(const char *desc, unsigned n, const unsigned *sizes, unsigned levels)
+{
+	heist__topology_synthetic = desc;
+	struct heist_config cfg = {.threads = n, .pin = HEIST_PIN_PU};
+	heist_pool *pool = NULL;
+	int err = heist_pool_create(&pool, &cfg);
+	heist__topology_synthetic = NULL;
+	assert_int_equal(err, 0);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(heist_pool_placement(pool, i, &big.place[i], big.victims[i],
+						      big.ranks[i], BIGW), 0);
+		char want[8];
+		snprintf(want, sizeof(want), "%u", i);
+		assert_string_equal(big.place[i].cpus, want);
+		assert_int_equal(big.place[i].nranks, levels + 1);
+		unsigned seen[BIGW] = {0};
+		for (unsigned k = 0; k + 1 < n; k++) {
+			unsigned v = big.victims[i][k];
+			assert_true(v < n && v != i);
+			seen[v]++;
+			assert_int_equal(big.ranks[i][k], expected_rank(i, v, sizes, levels));
+			if (k)
+				assert_true(big.ranks[i][k] >= big.ranks[i][k - 1]);
+		}
+		for (unsigned v = 0; v < n; v++)
+			assert_int_equal(seen[v], v == i ? 0 : 1);
+	}
+	heist_pool_destroy(pool);
+}
+
+static void
+machines_of_64_and_256_pus_rank_by_the_tree(void **state)
+{
+	(void)state;
+	NEEDS_HWLOC();
+	/* 2 packages x 16 cores x 2 PUs: the SMT sibling, the package, the rest. */
+	static const unsigned sizes64[] = {2, 32};
+	check_big("pack:2 core:16 pu:2", 64, sizes64, 2);
+	/* 4 packages x 2 L3 x 16 cores x 2 PUs: sibling, L3, package, the rest. */
+	static const unsigned sizes256[] = {2, 32, 64};
+	check_big("pack:4 l3:2 core:16 pu:2", 256, sizes256, 3);
+}
+
 static void
 unpinned_pools_have_one_flat_rank(void **state)
 {
@@ -268,6 +334,7 @@ main(void)
 		cmocka_unit_test(smt_siblings_come_first),
 		cmocka_unit_test(two_sockets_rank_the_own_socket_first),
 		cmocka_unit_test(four_numa_nodes_rank_the_own_node_first),
+		cmocka_unit_test(machines_of_64_and_256_pus_rank_by_the_tree),
 		cmocka_unit_test(unpinned_pools_have_one_flat_rank),
 		cmocka_unit_test(pinning_to_pus_gives_one_cpu_each),
 		cmocka_unit_test(affinity_mask_bounds_the_default_worker_count),
