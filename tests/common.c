@@ -40,6 +40,16 @@ make_pool(unsigned threads)
 }
 
 int
+watched(heist_future *f)
+{
+	if (!heist_future_wait_for(f, LONG_WAIT_NS))
+		fail_msg("a wait did not finish in 30 s: deadlock");
+	int r = heist_future_wait(f);
+	heist_future_release(f);
+	return r;
+}
+
+int
 ret_int(void *arg)
 {
 	return (int)(intptr_t)arg;

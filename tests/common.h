@@ -84,6 +84,10 @@ heist_pool *make_pool(unsigned threads);
 /* Submits a few tasks with futures and checks their results. */
 void check_pool_works(heist_pool *pool);
 
+/* Wait for f with a bound of LONG_WAIT_NS (a hang fails the test), release it, and
+ * return its result. */
+int watched(heist_future *f);
+
 /* Returns its argument as an int (NULL: 0). */
 int ret_int(void *arg);
 /* Bumps the atomic_uint its argument points to; returns 0. */

@@ -20,16 +20,6 @@ big_pool(void)
 	return make_pool(WORKERS);
 }
 
-static int
-watched(heist_future *f)
-{
-	if (!heist_future_wait_for(f, LONG_WAIT_NS))
-		fail_msg("a wait did not finish in 30 s");
-	int r = heist_future_wait(f);
-	heist_future_release(f);
-	return r;
-}
-
 /* ---- fork-join -------------------------------------------------------------------- */
 
 static void

@@ -360,17 +360,6 @@ lone_worker_pool(void)
 	return make_pool_cfg(&cfg);
 }
 
-/* Wait for a job submitted from the test thread; a hang fails the test. */
-static int
-watched(heist_future *f)
-{
-	if (!heist_future_wait_for(f, LONG_WAIT_NS))
-		fail_msg("a wait did not finish in 30 s: deadlock");
-	int r = heist_future_wait(f);
-	heist_future_release(f);
-	return r;
-}
-
 static int
 plus_one(void *arg)
 {
