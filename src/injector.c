@@ -2,9 +2,9 @@
  * Dmitry Vyukov's intrusive MPSC node-based queue: the tasks themselves are the nodes
  * (task.next is the link), producers exchange the tail and then link the old tail to
  * their node, and one consumer walks from the head, putting the sentinel (Vyukov's
- * stub) back behind the last node when it must hand that node out. Workers take turns
- * at being the consumer with a try-flag and take a batch each time, so the flag is
- * held briefly and rarely. */
+ * dummy node) back behind the last node when it must hand that node out. Workers take
+ * turns at being the consumer with a try-flag and take a batch each time, so the flag
+ * is held briefly and rarely. */
 #include "injector.h"
 
 #include <limits.h>

@@ -17,7 +17,7 @@ struct injector {
 
 	/* The consumer's: whoever holds `consuming`. */
 	CACHE_ALIGNED struct task *head;
-	struct task sentinel;	/* Vyukov's stub node: keeps the list non-empty */
+	struct task sentinel;	/* Vyukov's dummy node: keeps the list non-empty */
 	_Atomic bool consuming;
 
 	/* Tasks queued: producers add before they push, the consumer subtracts what
