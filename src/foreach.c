@@ -73,7 +73,7 @@ run_range(void *p)
 {
 	struct range *r = p;
 	struct loop *l = r->loop;
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	size_t b = r->begin, e = r->end;
 	heist_task tasks[MAX_SPLITS];
 	struct range halves[MAX_SPLITS];
@@ -120,7 +120,7 @@ heist_for_each(heist_pool *pool, size_t begin, size_t end, size_t grain,
 		return 0;
 	struct loop l = {body, arg, grain ? grain : auto_grain(end - begin, pool->n), 0};
 	struct range r = {&l, begin, end};
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	if (w && w->pool == pool)
 		return run_loop(&r);	/* fork in place */
 	if (!w) {

@@ -1,7 +1,9 @@
 /* fork.c - fork-join: spawn, sync, join and run. A spawned task is a record in its
  * parent's stack frame; spawn pushes a pointer to it on the worker's deque, privately
  * (deque.h), and sync pops it back and runs it inline unless a thief took it; then
- * sync waits for the thief (wait.c). */
+ * sync waits for the thief (wait.c). The common case of both is inline in the
+ * caller (heist/inline.h, whose macros this file's definitions escape with
+ * parentheses); these out-of-line functions do the same and handle every case. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,13 +54,14 @@ spawn_outside(struct task *t)
 	run_at_once(t);
 }
 
-/* The fast path makes no call but tail calls, so it saves no registers, and it tests
- * one flag byte for both a thief's request and the profiler. */
+/* The out-of-line spawn (heist/inline.h calls it when its fast path does not apply).
+ * Its own fast path makes no call but tail calls, so it saves no registers, and it
+ * tests one flag byte for both a thief's request and the profiler. */
 HEIST_EXPORT void
-heist_spawn(heist_task *ht, heist_fn fn, void *arg)
+(heist_spawn)(heist_task *ht, heist_fn fn, void *arg)
 {
 	struct task *t = (struct task *)ht;
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	t->fn = fn;
 	t->arg = arg;
 	/* relaxed: a thief can only reach t through the deque's release publication,
@@ -71,7 +74,6 @@ heist_spawn(heist_task *ht, heist_fn fn, void *arg)
 	/* No thief yet: the idle epoch of the work this task belongs to, for the one
 	 * that steals it (worker.c). */
 	atomic_store_explicit(&t->thief, task_epoch_mark(w->cur_epoch), memory_order_relaxed);
-	counter_add(&w->stats.spawned, 1);
 	if (unlikely(!heist__deque_try_push(&w->dq, t))) {
 		spawn_full(w, t);
 		return;
@@ -102,6 +104,9 @@ mark_synced(struct task *t)
 static noinline int
 sync_slow(struct worker *w, struct task *t)
 {
+	/* A spawn counts when it is synced (heist/inline.h counts its fast pairs so,
+	 * with one counter): a snapshot misses the spawns still outstanding. */
+	counter_add(&w->stats.spawned, 1);
 	for (;;) {
 		/* acquire: pairs with the release of TASK_DONE (by a thief, or by
 		 * heist_spawn when it had to run t at once). */
@@ -144,17 +149,17 @@ sync_slow(struct worker *w, struct task *t)
 }
 
 HEIST_EXPORT int
-heist_sync(heist_task *ht)
+(heist_sync)(heist_task *ht)
 {
 	struct task *t = (struct task *)ht;
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	if (unlikely(!w))
 		return t->result;	/* spawn ran it already */
 	/* One flag test: with a request or the profiler on, take the slow path. */
 	if (likely(heist__deque_peek_private(&w->dq) == t) &&
 	    likely(!heist__deque_flags(&w->dq))) {
 		heist__deque_drop_private(&w->dq);
-		counter_add(&w->stats.executed, 1);
+		counter_add(&w->stats.pairs, 1);
 		mark_synced(t);
 		return t->fn(t->arg);
 	}
@@ -176,7 +181,7 @@ heist_run(heist_pool *pool, heist_fn fn, void *arg)
 {
 	if (!pool || !fn)
 		return EINVAL;
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	if (w && w->pool == pool)
 		return fn(arg);
 	heist_future *f;

@@ -260,7 +260,7 @@ heist_pool_destroy(heist_pool *pool)
 {
 	if (!pool)
 		return;
-	struct worker *self = heist__self;
+	struct worker *self = heist__current();
 	if (self && self->pool == pool) {
 		fputs("heist: heist_pool_destroy called from a task of the same pool; "
 		      "it would wait for itself forever\n", stderr);
@@ -296,7 +296,7 @@ heist_pool_pending(const heist_pool *pool)
 HEIST_EXPORT int
 heist_thread_index(void)
 {
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	return w ? (int)w->index : -1;
 }
 
@@ -309,7 +309,7 @@ heist_pool_threads(const heist_pool *pool)
 HEIST_EXPORT int
 heist_worker_index(void)
 {
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	/* The guest slot and the spares are no workers of the pool's size. */
 	return w && w->index < w->pool->n ? (int)w->index : -1;
 }
@@ -317,8 +317,9 @@ heist_worker_index(void)
 static void
 read_worker(const struct worker *w, struct heist_worker_stats *s)
 {
-	s->executed = counter_read(&w->stats.executed);
-	s->spawned = counter_read(&w->stats.spawned);
+	uint64_t pairs = counter_read(&w->stats.pairs);
+	s->executed = counter_read(&w->stats.executed) + pairs;
+	s->spawned = counter_read(&w->stats.spawned) + pairs;
 	s->stolen = counter_read(&w->stats.stolen);
 	s->steal_attempts = counter_read(&w->stats.steal_attempts);
 	s->injector_pops = counter_read(&w->stats.injector_pops);

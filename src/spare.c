@@ -125,7 +125,7 @@ spare_main(void *arg)
 	snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1) - slen, pool->name,
 		 suffix);
 	pthread_setname_np(pthread_self(), name);
-	heist__self = w;
+	heist__set_current(w);
 	heist__worker_hook(w, true);
 	for (;;) {
 		heist__worker_loop(w);	/* until the pool stops or has no need of us */
@@ -143,7 +143,7 @@ spare_main(void *arg)
 			break;
 	}
 	heist__worker_hook(w, false);
-	heist__self = NULL;
+	heist__set_current(NULL);
 	return NULL;
 }
 

@@ -181,7 +181,7 @@ heist_pool_wait_idle(heist_pool *pool)
 {
 	if (!pool)
 		return EINVAL;
-	struct worker *self = heist__self;
+	struct worker *self = heist__current();
 	if (self && self->pool == pool)
 		return EDEADLK;	/* it would wait for the task that waits */
 	pthread_mutex_lock(&pool->idle_lock);
@@ -219,7 +219,7 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 static struct worker *
 counted_worker(struct heist_pool *pool)
 {
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	return w && w->pool == pool && !w->in_hook ? w : NULL;
 }
 

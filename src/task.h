@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "heist/heist.h"
@@ -67,6 +68,14 @@ task_thief(struct worker *word)
 }
 
 static_assert(sizeof(struct task) == sizeof(heist_task), "heist_task must hold a task");
+/* heist/inline.h writes these through heist_task's own fields. */
+static_assert(offsetof(struct task, fn) == offsetof(heist_task, heist__fn), "fn");
+static_assert(offsetof(struct task, arg) == offsetof(heist_task, heist__arg), "arg");
+static_assert(offsetof(struct task, state) == offsetof(heist_task, heist__state), "state");
+static_assert(offsetof(struct task, result) == offsetof(heist_task, heist__result), "result");
+static_assert(offsetof(struct task, thief) == offsetof(heist_task, heist__thief), "thief");
+static_assert(TASK_PENDING == HEIST__TASK_PENDING && TASK_SYNCED == HEIST__TASK_SYNCED,
+	      "heist/inline.h: task states");
 static_assert(_Alignof(struct task) <= _Alignof(heist_task), "heist_task alignment");
 
 #endif

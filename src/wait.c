@@ -350,7 +350,7 @@ help_until(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 void
 heist__wait_group(struct heist_group *g)
 {
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	if (w) {	/* a worker of another pool finds none of g's jobs, and parks */
 		struct awaited a = {NULL, NULL, g};
 		help_until(w, &a, HEIST_NEVER);
@@ -406,7 +406,7 @@ block(struct heist_future *j, uint64_t deadline_ns)
 bool
 heist__wait_job(struct heist_future *j, uint64_t deadline_ns)
 {
-	struct worker *w = heist__self;
+	struct worker *w = heist__current();
 	if (!w)
 		return block(j, deadline_ns);
 	struct awaited a = {NULL, j, NULL};

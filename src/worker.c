@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "cancel.h"
+#include <stddef.h>
+
 #include "futex.h"
 #include "future.h"
 #include "pool.h"
@@ -19,7 +21,31 @@
 #include "steal.h"
 #include "submit.h"
 
-__thread struct worker *heist__self __attribute__((tls_model("initial-exec")));
+/* A full deque that is empty: mask -1 leaves no room (b - top_cache > mask), and
+ * bottom == public_cache holds no private task. */
+static const struct heist__array_view no_room = { .mask = -1 };
+const struct heist__worker_view heist__nobody = { .array = (struct heist__array_view *)&no_room };
+
+HEIST_EXPORT __thread void *heist__self_v1 __attribute__((tls_model("initial-exec"))) =
+	(void *)&heist__nobody;
+
+/* The layout heist/inline.h's fast paths rely on (HEIST__LAYOUT 1). Changing any of
+ * these offsets changes the layout: see the rule in that header. */
+#define SAME_OFFSET(view, field) \
+	static_assert(offsetof(struct heist__worker_view, view) == offsetof(struct worker, field), \
+		      "heist/inline.h: " #view)
+SAME_OFFSET(bottom, dq.bottom);
+SAME_OFFSET(public_cache, dq.public_cache);
+SAME_OFFSET(top_cache, dq.top_cache);
+SAME_OFFSET(array, dq.array);
+SAME_OFFSET(flags, dq.flags);
+SAME_OFFSET(epoch, cur_epoch);
+SAME_OFFSET(pairs, stats.pairs);
+static_assert(sizeof(struct heist__array_view) == offsetof(struct deque_array, slot),
+	      "heist/inline.h: the slots follow the mask");
+static_assert(offsetof(struct heist__array_view, mask) == offsetof(struct deque_array, mask),
+	      "heist/inline.h: mask");
+static_assert(HEIST__LINE == CACHE_LINE, "heist/inline.h: the line stride");
 
 enum {
 	BATCH_MAX = 32,		/* injector tasks taken at once */
@@ -297,11 +323,11 @@ heist__worker_main(void *arg)
 	/* release: publishes bind_error to heist_pool_create's acquire load. */
 	if (atomic_fetch_add_explicit(&pool->started, 1, memory_order_release) + 1 == pool->n)
 		heist__futex_wake(&pool->started, INT_MAX);
-	heist__self = w;
+	heist__set_current(w);
 	heist__worker_hook(w, true);
 	heist__worker_loop(w);
 	heist__worker_hook(w, false);
-	heist__self = NULL;
+	heist__set_current(NULL);
 	return NULL;
 }
 
@@ -325,7 +351,7 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 		return false;
 	}
 	pool->workers[pool->n].cur_epoch = epoch;
-	heist__self = &pool->workers[pool->n];
+	heist__set_current(&pool->workers[pool->n]);
 	return true;
 }
 
@@ -334,7 +360,7 @@ heist__worker_guest_leave(struct heist_pool *pool)
 {
 	struct worker *g = &pool->workers[pool->n];
 	heist__worker_flush_done(g);
-	heist__self = NULL;
+	heist__set_current(NULL);
 	/* release: pairs with the next guest's acquire CAS. Before the last leave:
 	 * once live may reach 0, destroy may free the pool. */
 	unsigned epoch = g->cur_epoch;	/* ours until we free the slot */

@@ -18,32 +18,56 @@ struct heist_future;
 struct worker {
 	struct deque dq;		/* first: its owner line is the hottest */
 
-	/* Owner's line: written only by this worker (stats are read by anyone). */
-	CACHE_ALIGNED struct heist_pool *pool;
+	/* Owner's line: written only by this worker (stats are read by anyone). The
+	 * inline fast paths (heist/inline.h) use cur_epoch and two of the counters:
+	 * they stay first, at the offsets worker.c asserts. */
+	/* The idle epoch of the work this thread runs now (submit.c): the job's, a
+	 * stolen task's spawner's (spawn records it in the task), the guest's: 0 or 1,
+	 * the parity. What it submits, and the continuations it queues, count in it. */
+	CACHE_ALIGNED unsigned cur_epoch;
+	struct {
+		/* Spawns synced inline by heist/inline.h's fast path: each is one
+		 * spawned and one executed task. The library counts the others. */
+		counter pairs;
+		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,
+			wakes, parks;
+	} stats;
+	struct heist_pool *pool;
 	unsigned index;
 	bool profile;			/* the pool profiles: prof is set */
 	struct profile *prof;
 	uint64_t rng;
 	uint64_t done_unflushed[2];	/* jobs finished, per idle epoch, not yet
 					   subtracted from pool->live */
-	/* The idle epoch of the work this thread runs now (submit.c): the job's, a
-	 * stolen task's spawner's (spawn records it in the task), the guest's: 0 or 1,
-	 * the parity. What it submits, and the continuations it queues, count in it. */
-	unsigned cur_epoch;
 	bool in_hook;			/* in on_worker_start/stop: no work is counted */
 	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
-	struct {
-		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,
-			wakes, parks;
-	} stats;
 	pthread_t thread;
 	const struct victims *victims;	/* whom to steal from (topology.h) */
 	int bind_error;			/* written before pool create returns */
 };
 
-/* The worker running on this thread, or NULL. initial-exec: one %fs-relative load,
- * not a __tls_get_addr call, even in the shared library. */
-extern __thread struct worker *heist__self __attribute__((tls_model("initial-exec")));
+/* The worker running on this thread lives in heist/inline.h's heist__self_v1, a void
+ * pointer there because the inline code sees only the start of a worker. On a thread
+ * that is no worker it points at heist__nobody, not NULL, so that the inline fast
+ * paths need no test of their own: they find its deque full and empty, and call the
+ * library. initial-exec: one %fs-relative load, not a __tls_get_addr call, even in the
+ * shared library. */
+extern const struct heist__worker_view heist__nobody;
+
+/* The worker running on this thread, or NULL. */
+static inline struct worker *
+heist__current(void)
+{
+	void *p = heist__self_v1;
+	return p == (const void *)&heist__nobody ? NULL : (struct worker *)p;
+}
+
+/* Make w (NULL: none) this thread's worker. */
+static inline void
+heist__set_current(struct worker *w)
+{
+	heist__self_v1 = w ? (void *)w : (void *)&heist__nobody;
+}
 
 void *heist__worker_main(void *arg);
 
@@ -88,7 +112,7 @@ bool heist__pool_work_visible(struct heist_pool *pool);
 void heist__worker_flush_done(struct worker *w);
 
 /* An outside thread takes the pool's guest slot for the length of a heist_for_each:
- * it becomes a worker without a thread of its own (heist__self points at the slot),
+ * it becomes a worker without a thread of its own (heist__current() is the slot),
  * forks in place, and its deque is a victim like the others. Returns false when the
  * slot is taken (then *err is 0: use heist_run instead), or the pool is shutting down
  * (*err is ESHUTDOWN). */

@@ -60,6 +60,37 @@ fib_join(void *arg)
 	return rc;
 }
 
+/* W1 with spawn and sync written in this file, so that test-fork-outofline (built with
+ * HEIST_NO_INLINE) runs it through the library's out-of-line functions, and test-fork
+ * through heist/inline.h's fast paths. */
+static int
+fib_here(void *arg)
+{
+	struct fib *f = arg, a, b;
+	heist_task t;
+	int rc;
+
+	if (f->n < 2) {
+		f->r = f->n;
+		return 0;
+	}
+	a.n = f->n - 1;
+	b.n = f->n - 2;
+	heist_spawn(&t, fib_here, &a);
+	rc = fib_here(&b);
+	rc |= heist_sync(&t);
+	f->r = a.r + b.r;
+	return rc;
+}
+
+#ifdef HEIST_NO_INLINE
+#ifdef heist_spawn
+#error "HEIST_NO_INLINE: heist_spawn must be the library's function"
+#endif
+#elif defined(__GNUC__) && !defined(heist_spawn)
+#error "heist.h did not give this file the inline heist_spawn"
+#endif
+
 static void
 check_fib_on_pools(heist_fn fn)
 {
@@ -91,6 +122,42 @@ fib_with_join_is_right_on_1_2_4_workers(void **state)
 {
 	(void)state;
 	check_fib_on_pools(fib_join);
+}
+
+static void
+fib_with_this_files_spawn_and_sync_is_right_on_1_2_4_workers(void **state)
+{
+	(void)state;
+	check_fib_on_pools(fib_here);
+}
+
+/* Every spawn counts once in spawned and once in executed, whichever path it took
+ * (inline or not, stolen or not), once the computation is over; the root task is one
+ * more executed. fib(n) spawns fib(n + 1) - 1 times. */
+static void
+stats_count_every_spawn_of_this_file(void **state)
+{
+	static const unsigned sizes[] = { 1, 2 };
+	enum { N = 22 };
+	const uint64_t spawns = (uint64_t)fib_serial(N + 1) - 1;
+
+	(void)state;
+	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+		heist_pool *pool = make_pool(sizes[s]);
+		struct fib f = { .n = N, .r = -1 };
+		struct heist_stats st;
+		bool ok;
+
+		assert_int_equal(heist_run(pool, fib_here, &f), 0);
+		assert_int_equal(f.r, fib_serial(N));
+		/* The root's worker counts it once it has run: poll for that. */
+		POLL(ok, heist_pool_stats(pool, &st) == 0 && st.executed >= spawns + 1);
+		assert_true(ok);
+		assert_int_equal(heist_pool_stats(pool, &st), 0);
+		assert_int_equal(st.spawned, spawns);
+		assert_int_equal(st.executed, spawns + 1);
+		heist_pool_destroy(pool);
+	}
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -684,6 +751,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fib_with_spawn_and_sync_is_right_on_1_2_4_workers),
 		cmocka_unit_test(fib_with_join_is_right_on_1_2_4_workers),
+		cmocka_unit_test(fib_with_this_files_spawn_and_sync_is_right_on_1_2_4_workers),
+		cmocka_unit_test(stats_count_every_spawn_of_this_file),
 		cmocka_unit_test(nqueens_1_to_12_is_right),
 		cmocka_unit_test(uts_small_tree_is_right),
 		cmocka_unit_test(sixty_four_spawns_then_syncs_in_one_frame),

@@ -521,7 +521,13 @@ HEIST_EXPORT int heist_reduce_deterministic(heist_pool *pool, size_t begin, size
  * scheduler's: do not read or write them.
  */
 typedef struct heist_task {
-	void *heist__private[6];
+	heist_fn heist__fn;		/* the fields of the library's struct task (src/task.h); */
+	void *heist__arg;		/* heist/inline.h's fast paths write the first ones */
+	uint32_t heist__state;
+	int heist__result;
+	void *heist__thief;
+	uint64_t heist__tsc;
+	void *heist__link;
 } heist_task;
 
 /**
@@ -529,6 +535,12 @@ typedef struct heist_task {
  * where an idle worker may steal it. No allocation, no lock, no system call.
  * t must stay alive, untouched, until heist_sync(t) returns.
  * Outside a worker, the task runs at once, inline, and sync returns its result.
+ *
+ * heist_spawn and heist_sync are macros over inline fast paths (heist/inline.h) with
+ * gcc and clang: the common case runs in the caller's code, with no call into the
+ * library, and the rest goes to these functions. Same semantics either way. Define
+ * HEIST_NO_INLINE before including this header to call the functions always (as
+ * other languages do); (heist_spawn) and &heist_spawn name the function in any case.
  * @since 0.1
  */
 HEIST_EXPORT void heist_spawn(heist_task *t, heist_fn fn, void *arg);
@@ -540,7 +552,9 @@ HEIST_EXPORT void heist_spawn(heist_task *t, heist_fn fn, void *arg);
  * as heist_future_wait does. Syncs must come in the reverse order of their spawns
  * (strict fork-join, as in Cilk); debug builds check this with an assertion.
  * A record that holds no spawned task (never spawned, zeroed) aborts with a message;
- * debug builds (-Db_ndebug=false) also abort on a second sync of the same spawn.
+ * debug builds (the caller's, NDEBUG not defined; and the library's, -Db_ndebug=false,
+ * for the syncs it makes itself or with HEIST_NO_INLINE) also abort on a second sync of
+ * the same spawn.
  * In release builds a second sync of a task that had been stolen returns its result
  * again, and one of a task that ran inline is undefined (it may wait forever).
  * @since 0.1
@@ -568,7 +582,11 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
 /** One worker's counters, or the pool's totals. Counters only grow. */
 struct heist_worker_stats {
 	uint64_t executed;	  /**< tasks run: submitted, stolen, or synced inline */
-	uint64_t spawned;	  /**< heist_spawn calls on this worker */
+	uint64_t spawned;	  /**< heist_spawn calls on this worker, each counted
+				       when its heist_sync starts: a snapshot taken
+				       inside a computation leaves out the spawns not
+				       yet synced (one counter per pair, not two, on
+				       the inline fast path) */
 	uint64_t stolen;	  /**< tasks taken from another worker's deque */
 	uint64_t steal_attempts;  /**< victims tried, successful or not */
 	uint64_t injector_pops;	  /**< tasks taken from the injector */
@@ -635,6 +653,12 @@ struct heist_placement {
 HEIST_EXPORT int heist_pool_placement(const heist_pool *pool, unsigned index,
 				      struct heist_placement *out, unsigned *victims,
 				      unsigned *ranks, size_t cap);
+
+/* The fast paths of heist_spawn and heist_sync, inline in the caller (heist/inline.h);
+ * define HEIST_NO_INLINE to call the library's functions instead. */
+#if defined(__GNUC__) && !defined(HEIST_NO_INLINE)
+#include <heist/inline.h>
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,128 @@
+/* heist/inline.h - the fast paths of heist_spawn and heist_sync, compiled into the
+ * caller. heist.h includes it; do not include it yourself, and do not use anything in
+ * it: every name here is internal (heist__), and may change with the layout version.
+ *
+ * heist_spawn and heist_sync are macros over the functions below. Each does what the
+ * library's out-of-line function of the same name does in the common case (a worker's
+ * deque with room, no thief asking for work, no profiler) and otherwise calls that
+ * function, which handles every case from the start. The out-of-line functions stay
+ * exported, for other languages, for taking their address ((heist_spawn) or
+ * &heist_spawn), and for programs that define HEIST_NO_INLINE before including
+ * heist.h.
+ *
+ * The layout. The inline code reads and writes the start of the library's worker
+ * (struct heist__worker_view) and a task record (heist_task's fields), so that part of
+ * the layout is ABI, with this rule: the library static_asserts every offset below
+ * (src/worker.c), and a change to any of them bumps HEIST__LAYOUT and renames the
+ * thread-local variable the inline code starts from (heist__self_v1 for layout 1), in
+ * a new symbol-version node. A program compiled against one layout then fails to load
+ * with a library of another ("undefined symbol heist__self_v1") instead of writing
+ * into the wrong fields. docs/abi.md has the rule in full.
+ *
+ * Atomics: the library declares these fields _Atomic; C++ has no _Atomic, so this
+ * header reaches them with the compilers' __atomic builtins (gcc and clang), with the
+ * same orders the library uses: relaxed everywhere, because the owner is the only
+ * writer of everything here but the flags, and its private slots become visible to
+ * thieves only through the library's publish (a release store). */
+#ifndef HEIST_INLINE_H
+#define HEIST_INLINE_H
+
+#define HEIST__LAYOUT 1
+#define HEIST__LINE 128		/* the library's cache-line stride */
+#define HEIST__TASK_PENDING 0x7a5c0de0u
+#define HEIST__TASK_SYNCED 0x7a5c0de3u
+
+/* The deque's array: its capacity - 1, then its slots. */
+struct heist__array_view {
+	void *heist__retired;
+	int64_t mask;
+};
+
+/* The first bytes of the library's struct worker (struct deque first). */
+struct heist__worker_view {
+	/* The owner's line. */
+	int64_t bottom;			/* the next push's index; _Atomic in the library */
+	int64_t public_cache;		/* below it: slots thieves may take */
+	int64_t top_cache;		/* a top seen lately: never above the real one */
+	struct heist__array_view *array;
+	unsigned char heist__pad0[3 * HEIST__LINE - 32];
+	/* Its own line: set by thieves, read by the owner; any bit (a thief's request,
+	 * the profiler) sends both fast paths to the library. */
+	unsigned char flags;
+	unsigned char heist__pad1[HEIST__LINE - 1];
+	/* The worker's line. */
+	unsigned epoch;			/* what a spawned task's thief word starts as */
+	unsigned heist__pad2;
+	uint64_t pairs;			/* statistics: spawns synced here; each counts as
+					   one spawned and one executed (src/pool.c) */
+};
+
+/* The worker on this thread. On a thread that is no worker, a stand-in whose deque is
+ * full and empty, so that both fast paths fall through to the library without a test
+ * of their own. initial-exec: one thread-pointer-relative load (the library is linked
+ * at start-up, or dlopen'd while static TLS space is left, as glibc keeps some). */
+extern __thread void *heist__self_v1 __attribute__((tls_model("initial-exec")));
+
+static inline void **
+heist__slots(struct heist__array_view *a)
+{
+	return (void **)(a + 1);
+}
+
+/* A statistics counter: only the owner writes it, others read it with relaxed loads,
+ * so a relaxed load and store cannot lose an increment. */
+static inline void
+heist__count(uint64_t *c)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+static inline void
+heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
+{
+	struct heist__worker_view *w = (struct heist__worker_view *)heist__self_v1;
+	int64_t b = __atomic_load_n(&w->bottom, __ATOMIC_RELAXED);
+	struct heist__array_view *a = w->array;
+	int64_t mask = a->mask;
+	if (__builtin_expect(b - w->top_cache <= mask, 1) &&
+	    __builtin_expect(__atomic_load_n(&w->flags, __ATOMIC_RELAXED) == 0, 1)) {
+		void **slot = &heist__slots(a)[b & mask];
+		uintptr_t epoch = w->epoch;
+		t->heist__fn = fn;
+		t->heist__arg = arg;
+		__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->heist__thief, (void *)epoch, __ATOMIC_RELAXED);
+		__atomic_store_n(slot, (void *)t, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->bottom, b + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	(heist_spawn)(t, fn, arg);
+}
+
+static inline int
+heist__sync_inline(heist_task *t)
+{
+	struct heist__worker_view *w = (struct heist__worker_view *)heist__self_v1;
+	int64_t b = __atomic_load_n(&w->bottom, __ATOMIC_RELAXED);
+	struct heist__array_view *a = w->array;
+	if (__builtin_expect(b > w->public_cache, 1) &&
+	    __builtin_expect(__atomic_load_n(&heist__slots(a)[(b - 1) & a->mask],
+					     __ATOMIC_RELAXED) == (void *)t, 1) &&
+	    __builtin_expect(__atomic_load_n(&w->flags, __ATOMIC_RELAXED) == 0, 1)) {
+		__atomic_store_n(&w->bottom, b - 1, __ATOMIC_RELAXED);
+		heist__count(&w->pairs);
+#ifndef NDEBUG
+		/* So that a second sync aborts (heist_sync's comment). */
+		__atomic_store_n(&t->heist__state, HEIST__TASK_SYNCED, __ATOMIC_RELAXED);
+#endif
+		return t->heist__fn(t->heist__arg);
+	}
+	return (heist_sync)(t);
+}
+
+/* Variadic, so that a C++ argument with a comma in it (a template's arguments) passes
+ * through whole. */
+#define heist_spawn(...) heist__spawn_inline(__VA_ARGS__)
+#define heist_sync(...) heist__sync_inline(__VA_ARGS__)
+
+#endif /* HEIST_INLINE_H */
