@@ -105,14 +105,15 @@ bench_impl_enabled(const struct bench_opts *o, const char *impl)
 heist_pool *
 bench_heist_pool(unsigned threads)
 {
-	return bench_heist_pool_with(threads, HEIST_PIN_NONE, false);
+	return bench_heist_pool_with(threads, HEIST_PIN_NONE, 0);
 }
 
 heist_pool *
-bench_heist_pool_with(unsigned threads, enum heist_pin pin, bool profile)
+bench_heist_pool_with(unsigned threads, enum heist_pin pin, unsigned profile)
 {
 	struct heist_config cfg = {
-		.threads = threads, .pin = pin, .profile = profile, .name = "bench",
+		.threads = threads, .pin = pin, .profile = profile != 0, .name = "bench",
+		.profile_every = profile,
 	};
 	heist_pool *pool = NULL;
 	int err = heist_pool_create(&pool, &cfg);
@@ -267,7 +268,8 @@ pool_for(struct pools *ps, struct bench_job *j)
 		} else {
 			ps->p[i].heist = bench_heist_pool_with(j->threads,
 				j->kind == POOL_HEIST_PIN ? HEIST_PIN_CORE : HEIST_PIN_NONE,
-				j->kind == POOL_HEIST_PROF);
+				j->kind == POOL_HEIST_PROF ? 1 :
+				j->kind == POOL_HEIST_SAMPLE ? BENCH_PROFILE_EVERY : 0);
 		}
 		ps->n++;
 	}

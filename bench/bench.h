@@ -64,7 +64,8 @@ bool bench_impl_enabled(const struct bench_opts *o, const char *impl);
 heist_pool *bench_heist_pool(unsigned threads);
 
 /* The same with a placement policy and the profiler on or off. */
-heist_pool *bench_heist_pool_with(unsigned threads, enum heist_pin pin, bool profile);
+/* profile: 0 off, else heist_config.profile on with profile_every = profile. */
+heist_pool *bench_heist_pool_with(unsigned threads, enum heist_pin pin, unsigned profile);
 
 struct row;
 
@@ -81,13 +82,15 @@ enum bench_pool {
 	POOL_NONE,		/* serial: no pool */
 	POOL_HEIST,		/* heist: HEIST_PIN_NONE, profiler off */
 	POOL_HEIST_PROF,	/* heist_config.profile = true */
+	POOL_HEIST_SAMPLE,	/* and profile_every = BENCH_PROFILE_EVERY */
 	POOL_HEIST_PIN,		/* heist_config.pin = HEIST_PIN_CORE */
 	POOL_BASELINE,		/* baseline_pool.c */
 	POOL_PEER,		/* another runtime (peers.h), named by the impl; left out
 				   when it was not built */
 };
 
-enum { THREADS = 0 };	/* bench_impl.threads: the --threads count */
+enum { THREADS = 0 };
+enum { BENCH_PROFILE_EVERY = 64 };	/* POOL_HEIST_SAMPLE's sampling */	/* bench_impl.threads: the --threads count */
 
 /* What a run found, for the workload's check(). */
 struct bench_answer {

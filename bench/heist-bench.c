@@ -42,7 +42,7 @@ workload_names(const char **names, size_t max)
 static const char *const impl_names[] = {
 	"serial", "baseline", "heist", "omp", "tbb",
 	/* variants of heist, also selected by "heist" (unless --exact) */
-	"heist-outside", "heist-nested", "heist-prof", "heist-pin", "heist-futures",
+	"heist-outside", "heist-nested", "heist-prof", "heist-sample", "heist-pin", "heist-futures",
 	"heist-group", "heist-then", "heist-wait", "heist-det",
 	/* the C++ API's rows (w_cxx.cpp), with a C++ compiler */
 	"heist-cxx", "heist-cxx-futures",
@@ -90,9 +90,9 @@ usage(FILE *f)
 		fprintf(f, " %s%s", names[i], i + 1 < n ? "," : "\n");
 	fputs("  --impl LIST    comma list of implementations: serial, baseline, heist",
 	      f);
-	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof, heist-pin,\n"
-	      "                 heist-futures, heist-group, heist-then, heist-wait, heist-cxx,\n"
-	      "                 heist-cxx-futures)", f);
+	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof,\n"
+	      "                 heist-sample, heist-pin, heist-futures, heist-group,\n"
+	      "                 heist-then, heist-wait, heist-cxx, heist-cxx-futures)", f);
 #ifdef HEIST_BENCH_OMP
 	fputs(", omp", f);
 #endif

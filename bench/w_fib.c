@@ -2,9 +2,10 @@
  * task (no cutoff). heist spawns on a heist_task record in the caller's frame and syncs
  * it; the serial version is the same recursion with plain calls. Rows: serial, heist
  * with 1 worker (T_1, for the overhead per spawn) and with --threads workers, OpenMP,
- * oneTBB. Also the heap allocations of a whole heist fib(30) run (should be 0), and two
- * more heist rows with --threads workers: heist-prof, the profiler on
- * (heist_config.profile: a TSC read per spawn, start and end), for its cost per spawn;
+ * oneTBB. Also the heap allocations of a whole heist fib(30) run (should be 0), and more
+ * heist rows with --threads workers: heist-prof, the profiler on (heist_config.profile:
+ * a TSC read per spawn, start and end), for its cost per spawn; heist-sample, the same
+ * recording one task in 64 (profile_every);
  * heist-pin, workers pinned one per core (HEIST_PIN_CORE), to show pinning costs
  * nothing. With a C++ compiler, heist-cxx rows (1 and --threads workers): the same
  * recursion with heist::join (cxx.h), whose overhead per spawn is compared with the C
@@ -74,6 +75,7 @@ static const struct bench_impl impls[] = {
 	{ "heist", 1, POOL_HEIST, .run = run_heist },
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist },
 	{ "heist-prof", THREADS, POOL_HEIST_PROF, .run = run_heist },
+	{ "heist-sample", THREADS, POOL_HEIST_SAMPLE, .run = run_heist },
 	{ "heist-pin", THREADS, POOL_HEIST_PIN, .run = run_heist },
 #ifdef HEIST_BENCH_CXX
 	{ "heist-cxx", 1, POOL_HEIST, .run = run_cxx },
@@ -142,16 +144,24 @@ figures(struct bench_set *s)
 		double per = ((double)v1->median_ns - (double)vs->median_ns) / calls;
 		row_metric(v1->row, "overhead_per_spawn_ns", per, "overhead/spawn %.2f ns", per);
 	}
-	struct variant *vn = bench_find(s, "heist", N), *vp = bench_find(s, "heist-prof", N);
-	if (vn && vp) {
+	struct variant *vn = bench_find(s, "heist", N);
+	const char *profiled[] = { "heist-prof", "heist-sample" };
+	for (int k = 0; k < 2 && vn; k++) {
+		struct variant *vp = bench_find(s, profiled[k], N);
+		if (!vp)
+			continue;
 		/* Per call, as overhead/spawn above; per spawned (profiled) task: the calls
-		 * above the leaves, fib(n + 1) - 1 of them. */
+		 * above the leaves, fib(n + 1) - 1 of them; and the time as a ratio to
+		 * heist's (the target: at most 2x). */
 		double extra = (double)vp->median_ns - (double)vn->median_ns;
 		double spawns = (double)fib_expected(n + 1) - 1;
+		double ratio = (double)vp->median_ns / (double)vn->median_ns;
 		row_metric(vp->row, "profile_cost_per_call_ns", extra / calls,
 			   "profiler +%.2f ns/call", extra / calls);
 		row_metric(vp->row, "profile_cost_per_task_ns", extra / spawns, "+%.1f ns/task",
 			   extra / spawns);
+		row_metric(vp->row, "profile_time_ratio", ratio, "t/heist %.2f%s", ratio,
+			   k ? " (1 task in 64 recorded)" : "");
 	}
 	bench_pin_note(s);
 	cxx_figures(s, calls);

@@ -29,8 +29,11 @@ run_at_once(struct task *t)
 static noinline void
 spawn_flagged(struct worker *w, struct task *t)
 {
-	if (HEIST_PROFILER && w->profile)
-		t->created_tsc = heist__tsc();
+	if (HEIST_PROFILER && w->profile) {
+		w->sample_tick = heist__sample_draw(w->sample_tick);
+		t->created_tsc = heist__sample_hit(w->sample_tick, w->sample_mask) ? heist__tsc()
+										   : 0;
+	}
 	if (heist__deque_split_requested(&w->dq))
 		heist__worker_publish(w, 0);
 }
@@ -155,13 +158,16 @@ HEIST_EXPORT int
 	struct worker *w = heist__current();
 	if (unlikely(!w))
 		return t->result;	/* spawn ran it already */
-	/* One flag test: with a request or the profiler on, take the slow path. */
-	if (likely(heist__deque_peek_private(&w->dq) == t) &&
-	    likely(!heist__deque_flags(&w->dq))) {
-		heist__deque_drop_private(&w->dq);
-		counter_add(&w->stats.pairs, 1);
-		mark_synced(t);
-		return t->fn(t->arg);
+	/* One flag test: with a request, or the profiler on and t to be timed, take
+	 * the slow path. */
+	if (likely(heist__deque_peek_private(&w->dq) == t)) {
+		uint8_t f = heist__deque_flags(&w->dq);
+		if (likely(!f) || (f == DQ_PROFILE && !t->created_tsc)) {
+			heist__deque_drop_private(&w->dq);
+			counter_add(&w->stats.pairs, 1);
+			mark_synced(t);
+			return t->fn(t->arg);
+		}
 	}
 	return sync_slow(w, t);
 }

@@ -192,10 +192,12 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 		j->task.floor = heist__deque_bottom(&w->dq);
 		atomic_store_explicit(&j->runner, w, memory_order_release);
 	}
-	uint64_t started = HEIST_PROFILER && w->profile ? heist__tsc() : 0;
+	/* A job not sampled (created_tsc 0) is neither timed nor recorded. */
+	bool timed = HEIST_PROFILER && unlikely(w->profile) && j->task.created_tsc;
+	uint64_t started = timed ? heist__tsc() : 0;
 	j->task.result = j->task.fn(j->task.arg);
 	drop_belongings(j);
-	if (HEIST_PROFILER && unlikely(w->profile))
+	if (timed)
 		heist__profile_record(w->prof, w->index, j->task.created_tsc, started,
 				      heist__tsc_end());
 	finish(j);

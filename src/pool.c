@@ -88,9 +88,22 @@ heist__pool_slot_init(struct heist_pool *pool, unsigned i)
 			return ENOMEM;
 		}
 		w->profile = true;
+		w->sample_mask = pool->profile_mask;
+		w->sample_tick = 0x9E3779B9u ^ (i + 1);	/* any nonzero seed */
 		heist__deque_set_profile(&w->dq);
 	}
 	return 0;
+}
+
+/* heist_config.profile_every as a mask: the power of two at or above it, at most
+ * 2^20, less one. */
+static uint32_t
+profile_mask(unsigned every)
+{
+	uint32_t n = 1;
+	while (n < every && n < (1u << 20))
+		n *= 2;
+	return n - 1;
 }
 
 static void
@@ -182,6 +195,7 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
 	heist__injector_init(&pool->injector, cfg->injector_limit);
 	pool->profile = HEIST_PROFILER && cfg->profile;
+	pool->profile_mask = profile_mask(cfg->profile_every);
 	pool->on_start = cfg->on_worker_start;
 	pool->on_stop = cfg->on_worker_stop;
 	pool->hook_ctx = cfg->hook_ctx;

@@ -29,6 +29,7 @@ struct heist_pool {
 	size_t stack_size;
 	char name[16];
 	bool profile;			/* every worker has a profile buffer */
+	uint32_t profile_mask;		/* record one task in profile_mask + 1 */
 	void (*on_start)(void *ctx, unsigned index);	/* heist_config's hooks */
 	void (*on_stop)(void *ctx, unsigned index);
 	void *hook_ctx;

@@ -5,6 +5,7 @@
 #ifndef HEIST_PROBE_H
 #define HEIST_PROBE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "clock.h"
@@ -18,6 +19,32 @@ struct profile;
 /* Buffers for one worker, or NULL when out of memory. */
 struct profile *heist__profile_new(void);
 void heist__profile_free(struct profile *p);
+
+/* Sampling (heist_config.profile_every) of jobs: whether the job this thread submits
+ * now is one to record, with chance 1 / (mask + 1), by heist/inline.h's draws (spawns
+ * draw from their worker's state). Each thread draws from its own state; initial-exec,
+ * as the other thread-locals. */
+extern __thread uint32_t heist__profile_tick __attribute__((tls_model("initial-exec")));
+
+static inline bool
+heist__profile_pick(uint32_t mask)
+{
+	if (!mask)
+		return true;
+	uint32_t x = heist__profile_tick;
+	if (!x)
+		x = (uint32_t)(uintptr_t)&heist__profile_tick | 1;	/* seed: nonzero */
+	heist__profile_tick = x = heist__sample_draw(x);
+	return heist__sample_hit(x, mask);
+}
+
+/* A task's creation stamp: the counter, or 0 for a task not sampled (which then is
+ * neither timed nor recorded when it runs). */
+static inline uint64_t
+heist__profile_stamp(uint32_t mask)
+{
+	return heist__profile_pick(mask) ? heist__tsc() : 0;
+}
 
 /* The owning worker only: one task's timestamps. */
 void heist__profile_record(struct profile *p, unsigned worker, uint64_t created,

@@ -116,6 +116,8 @@ since(uint64_t from, uint64_t to)
 	return to > from ? to - from : 0;
 }
 
+__thread uint32_t heist__profile_tick __attribute__((tls_model("initial-exec")));
+
 void
 heist__profile_record(struct profile *p, unsigned worker, uint64_t created,
 		      uint64_t started, uint64_t ended)
@@ -295,6 +297,7 @@ report(heist_pool *pool, unsigned first, unsigned last, struct heist_latency_rep
 	out->samples_kept = m.kept;
 	out->samples_dropped = m.dropped;
 	out->buffer_samples = SAMPLES_PER_WORKER;
+	out->sampled_every = (uint64_t)pool->profile_mask + 1;
 	for (int k = 0; k < 2; k++) {
 		uint64_t *sorted = sorted_latencies(pool, first, last, k, &m);
 		if (k == 0)

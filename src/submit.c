@@ -255,7 +255,7 @@ static void
 stamp(struct heist_pool *pool, struct heist_future *j)
 {
 	if (HEIST_PROFILER && pool->profile)
-		j->task.created_tsc = heist__tsc();
+		j->task.created_tsc = heist__profile_stamp(pool->profile_mask);
 }
 
 int

@@ -74,6 +74,7 @@ static_assert(offsetof(struct task, arg) == offsetof(heist_task, heist__arg), "a
 static_assert(offsetof(struct task, state) == offsetof(heist_task, heist__state), "state");
 static_assert(offsetof(struct task, result) == offsetof(heist_task, heist__result), "result");
 static_assert(offsetof(struct task, thief) == offsetof(heist_task, heist__thief), "thief");
+static_assert(offsetof(struct task, created_tsc) == offsetof(heist_task, heist__tsc), "tsc");
 static_assert(TASK_PENDING == HEIST__TASK_PENDING && TASK_SYNCED == HEIST__TASK_SYNCED,
 	      "heist/inline.h: task states");
 static_assert(_Alignof(struct task) <= _Alignof(heist_task), "heist_task alignment");

@@ -40,12 +40,15 @@ SAME_OFFSET(top_cache, dq.top_cache);
 SAME_OFFSET(array, dq.array);
 SAME_OFFSET(flags, dq.flags);
 SAME_OFFSET(epoch, cur_epoch);
+SAME_OFFSET(sample_mask, sample_mask);
+SAME_OFFSET(sample_tick, sample_tick);
 SAME_OFFSET(pairs, stats.pairs);
 static_assert(sizeof(struct heist__array_view) == offsetof(struct deque_array, slot),
 	      "heist/inline.h: the slots follow the mask");
 static_assert(offsetof(struct heist__array_view, mask) == offsetof(struct deque_array, mask),
 	      "heist/inline.h: mask");
 static_assert(HEIST__LINE == CACHE_LINE, "heist/inline.h: the line stride");
+static_assert(HEIST__FLAG_PROFILE == DQ_PROFILE, "heist/inline.h: the profiler's bit");
 
 enum {
 	BATCH_MAX = 32,		/* injector tasks taken at once */
@@ -72,7 +75,10 @@ heist__worker_publish(struct worker *w, int64_t keep)
 noinline int
 heist__worker_run_profiled(struct worker *w, struct task *t)
 {
-	uint64_t created = t->created_tsc, started = heist__tsc();
+	uint64_t created = t->created_tsc;
+	if (!created)
+		return t->fn(t->arg);	/* not sampled */
+	uint64_t started = heist__tsc();
 	int r = t->fn(t->arg);
 	heist__profile_record(w->prof, w->index, created, started, heist__tsc_end());
 	return r;

@@ -25,6 +25,10 @@ struct worker {
 	 * stolen task's spawner's (spawn records it in the task), the guest's: 0 or 1,
 	 * the parity. What it submits, and the continuations it queues, count in it. */
 	CACHE_ALIGNED unsigned cur_epoch;
+	/* The profiler's sampling of spawns (heist_config.profile_every): the state
+	 * of heist/inline.h's draws, never 0, and the mask a draw is tested with. */
+	uint32_t sample_mask;
+	uint32_t sample_tick;
 	struct {
 		/* Spawns synced inline by heist/inline.h's fast path: each is one
 		 * spawned and one executed task. The library counts the others. */

@@ -182,6 +182,62 @@ clock_calibration_matches_monotonic(void **state)
 
 /* ---- reports ---- */
 
+/* heist_config.profile_every: one task in N recorded, each by a draw of its own, so
+ * the count is near tasks / N (the bounds are 4x either way: this checks the
+ * sampling's rate, not its randomness), and nothing else changes: the statistics stay
+ * exact and the report says the rate (rounded up to a power of two). */
+static void
+sampling_records_about_one_task_in_n(void **state)
+{
+	enum { DEPTH = 14, JOBS = 4096 };
+	const uint64_t tasks = tree_tasks(DEPTH);
+	struct heist_config cfg = {.threads = 1, .profile = true, .profile_every = 10};
+	struct heist_latency_report rep;
+	struct heist_stats st;
+	bool ok;
+
+	(void)state;
+	SKIP_WITHOUT_PROFILER();
+	heist_pool *pool = make_pool_cfg(&cfg);
+	run_tree(pool, DEPTH, 10);
+	POLL(ok, heist_pool_stats(pool, &st) == 0 && st.executed >= tasks);
+	assert_true(ok);
+	assert_int_equal(st.executed, tasks);
+	assert_int_equal(st.spawned, tasks - 1);
+	assert_int_equal(heist_profile_report(pool, &rep), 0);
+	assert_int_equal(rep.sampled_every, 16);
+	if (rep.end_to_end.count < tasks / 64 || rep.end_to_end.count > tasks / 4)
+		fail_msg("%llu of %llu tasks recorded, sampling one in 16",
+			 (unsigned long long)rep.end_to_end.count, (unsigned long long)tasks);
+	assert_int_equal(rep.dispatch.count, rep.end_to_end.count);
+	check_ordered(&rep.dispatch, "sampled dispatch");
+	check_ordered(&rep.end_to_end, "sampled end-to-end");
+
+	/* Jobs are drawn by the thread that submits them. */
+	heist_profile_reset(pool);
+	submit_and_wait(pool, JOBS);
+	POLL(ok, heist_pool_stats(pool, &st) == 0 && st.executed >= tasks + JOBS);
+	assert_true(ok);
+	assert_int_equal(heist_profile_report(pool, &rep), 0);
+	if (rep.end_to_end.count < JOBS / 64 || rep.end_to_end.count > JOBS / 4)
+		fail_msg("%llu of %d jobs recorded, sampling one in 16",
+			 (unsigned long long)rep.end_to_end.count, JOBS);
+	heist_pool_destroy(pool);
+
+	/* The rate as the report gives it: every task by default, at most 2^20. */
+	const struct {
+		unsigned every;
+		uint64_t reported;
+	} rates[] = {{0, 1}, {1, 1}, {2, 2}, {3, 4}, {1u << 20, 1u << 20}, {~0u, 1u << 20}};
+	for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+		cfg.profile_every = rates[i].every;
+		pool = make_pool_cfg(&cfg);
+		assert_int_equal(heist_profile_report(pool, &rep), 0);
+		assert_int_equal(rep.sampled_every, rates[i].reported);
+		heist_pool_destroy(pool);
+	}
+}
+
 static void
 tree_counts_are_exact(void **state)
 {
@@ -602,6 +658,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(clock_calibration_matches_monotonic),
 		cmocka_unit_test(tree_counts_are_exact),
+		cmocka_unit_test(sampling_records_about_one_task_in_n),
 		cmocka_unit_test(submitted_counts_are_exact),
 		cmocka_unit_test(samples_are_consistent),
 		cmocka_unit_test(percentiles_agree_with_report),

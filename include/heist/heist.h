@@ -86,7 +86,8 @@ struct heist_config {
 				     A round tries every other worker: above 9 workers a
 				     search makes spin x 8 / (threads - 1) rounds (at
 				     least 1), so its cost does not grow with the pool */
-	bool profile;		/**< record TSC timestamps for every task */
+	bool profile;		/**< record TSC timestamps for every task (or one in
+				     profile_every) */
 	const char *name;	/**< thread-name prefix; NULL: "heist" */
 	size_t stack_size;	/**< worker stack bytes; 0: 64 MiB, deep enough for recursion
 				     thousands of levels deep (mapped lazily) */
@@ -102,6 +103,12 @@ struct heist_config {
 	 * @since 0.1 */
 	void (*on_worker_stop)(void *ctx, unsigned index);
 	void *hook_ctx;		/**< passed to the two hooks */
+	unsigned profile_every;	/**< with profile: record one task in this many (each
+				     thread counts the tasks it creates), rounded up to a
+				     power of two, at most 2^20; 0 or 1: every task. A
+				     counter read costs 10-25 ns and a task three of them,
+				     so sampling is how a profile of tiny tasks stays
+				     cheap (@since 0.1) */
 };
 
 /** heist_config.max_spares: never start a spare thread. */

@@ -31,6 +31,7 @@
 #define HEIST__LINE 128		/* the library's cache-line stride */
 #define HEIST__TASK_PENDING 0x7a5c0de0u
 #define HEIST__TASK_SYNCED 0x7a5c0de3u
+#define HEIST__FLAG_PROFILE 2	/* the flag byte's profiler bit */
 
 /* The deque's array: its capacity - 1, then its slots. */
 struct heist__array_view {
@@ -52,7 +53,9 @@ struct heist__worker_view {
 	unsigned char heist__pad1[HEIST__LINE - 1];
 	/* The worker's line. */
 	unsigned epoch;			/* what a spawned task's thief word starts as */
-	unsigned heist__pad2;
+	uint32_t sample_mask;		/* the profiler records one spawn in mask + 1 */
+	uint32_t sample_tick;		/* its last draw (heist__sample_draw) */
+	uint32_t heist__pad2;
 	uint64_t pairs;			/* statistics: spawns synced here; each counts as
 					   one spawned and one executed (src/pool.c) */
 };
@@ -77,6 +80,53 @@ heist__count(uint64_t *c)
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
+/* Fill t and push it: the deque has room at b. */
+static inline void
+heist__push(struct heist__worker_view *w, heist_task *t, heist_fn fn, void *arg, int64_t b,
+	    void **slot)
+{
+	uintptr_t epoch = w->epoch;
+	t->heist__fn = fn;
+	t->heist__arg = arg;
+	__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->heist__thief, (void *)epoch, __ATOMIC_RELAXED);
+	__atomic_store_n(slot, (void *)t, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->bottom, b + 1, __ATOMIC_RELAXED);
+}
+
+/* The profiler's sampling draws (heist_config.profile_every): xorshift32 (Marsaglia
+ * 2003), never 0 from a nonzero state. A spawn is recorded when the draw's high bits
+ * under the mask are all 0: each one by itself with chance 1 / (mask + 1), so that the
+ * sample does not follow the program's own rhythm as every n-th spawn would (in a
+ * recursion, every n-th spawn is at the same few depths). */
+static inline uint32_t
+heist__sample_draw(uint32_t x)
+{
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return x;
+}
+
+static inline int
+heist__sample_hit(uint32_t draw, uint32_t mask)
+{
+	return ((draw >> 12) & mask) == 0;
+}
+
+/* Under the profiler (flags == HEIST__FLAG_PROFILE alone): whether the next spawn is
+ * one the profiler skips; if so, its draw is used up. A spawn to record goes to the
+ * library, which makes the same draw, uses it up and stamps the task. */
+static inline int
+heist__unsampled(struct heist__worker_view *w)
+{
+	uint32_t x = heist__sample_draw(w->sample_tick);
+	if (heist__sample_hit(x, w->sample_mask))
+		return 0;
+	w->sample_tick = x;
+	return 1;
+}
+
 static inline void
 heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 {
@@ -84,17 +134,18 @@ heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 	int64_t b = __atomic_load_n(&w->bottom, __ATOMIC_RELAXED);
 	struct heist__array_view *a = w->array;
 	int64_t mask = a->mask;
-	if (__builtin_expect(b - w->top_cache <= mask, 1) &&
-	    __builtin_expect(__atomic_load_n(&w->flags, __ATOMIC_RELAXED) == 0, 1)) {
+	if (__builtin_expect(b - w->top_cache <= mask, 1)) {
 		void **slot = &heist__slots(a)[b & mask];
-		uintptr_t epoch = w->epoch;
-		t->heist__fn = fn;
-		t->heist__arg = arg;
-		__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
-		__atomic_store_n(&t->heist__thief, (void *)epoch, __ATOMIC_RELAXED);
-		__atomic_store_n(slot, (void *)t, __ATOMIC_RELAXED);
-		__atomic_store_n(&w->bottom, b + 1, __ATOMIC_RELAXED);
-		return;
+		unsigned char f = __atomic_load_n(&w->flags, __ATOMIC_RELAXED);
+		if (__builtin_expect(f == 0, 1)) {
+			heist__push(w, t, fn, arg, b, slot);
+			return;
+		}
+		if (f == HEIST__FLAG_PROFILE && heist__unsampled(w)) {
+			t->heist__tsc = 0;	/* not recorded when it runs */
+			heist__push(w, t, fn, arg, b, slot);
+			return;
+		}
 	}
 	(heist_spawn)(t, fn, arg);
 }
@@ -107,15 +158,19 @@ heist__sync_inline(heist_task *t)
 	struct heist__array_view *a = w->array;
 	if (__builtin_expect(b > w->public_cache, 1) &&
 	    __builtin_expect(__atomic_load_n(&heist__slots(a)[(b - 1) & a->mask],
-					     __ATOMIC_RELAXED) == (void *)t, 1) &&
-	    __builtin_expect(__atomic_load_n(&w->flags, __ATOMIC_RELAXED) == 0, 1)) {
-		__atomic_store_n(&w->bottom, b - 1, __ATOMIC_RELAXED);
-		heist__count(&w->pairs);
+					     __ATOMIC_RELAXED) == (void *)t, 1)) {
+		unsigned char f = __atomic_load_n(&w->flags, __ATOMIC_RELAXED);
+		/* Nothing asked of us; or only the profiler, and t is not to be timed. */
+		if (__builtin_expect(f == 0, 1) ||
+		    (f == HEIST__FLAG_PROFILE && t->heist__tsc == 0)) {
+			__atomic_store_n(&w->bottom, b - 1, __ATOMIC_RELAXED);
+			heist__count(&w->pairs);
 #ifndef NDEBUG
-		/* So that a second sync aborts (heist_sync's comment). */
-		__atomic_store_n(&t->heist__state, HEIST__TASK_SYNCED, __ATOMIC_RELAXED);
+			/* So that a second sync aborts (heist_sync's comment). */
+			__atomic_store_n(&t->heist__state, HEIST__TASK_SYNCED, __ATOMIC_RELAXED);
 #endif
-		return t->heist__fn(t->heist__arg);
+			return t->heist__fn(t->heist__arg);
+		}
 	}
 	return (heist_sync)(t);
 }

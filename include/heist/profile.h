@@ -58,6 +58,9 @@ struct heist_latency_report {
 	int exact;		/**< 1 if the percentiles come from every sample */
 	uint64_t buffer_samples; /**< samples each worker's buffer keeps before it
 				      overflows into the histograms (@since 0.1) */
+	uint64_t sampled_every;	/**< one task in this many was recorded
+				     (heist_config.profile_every); 1: every task.
+				     Counts are of recorded tasks (@since 0.1) */
 };
 
 /** Which distribution heist_profile_percentiles reads. */
