@@ -30,9 +30,12 @@ static noinline void
 spawn_flagged(struct worker *w, struct task *t)
 {
 	if (HEIST_PROFILER && w->profile) {
-		w->sample_tick = heist__sample_draw(w->sample_tick);
-		t->created_tsc = heist__sample_hit(w->sample_tick, w->sample_mask) ? heist__tsc()
-										   : 0;
+		bool hit = true;	/* every task, unless the pool samples */
+		if (w->sample_mask) {
+			w->sample_tick = heist__sample_draw(w->sample_tick);
+			hit = heist__sample_hit(w->sample_tick, w->sample_mask);
+		}
+		t->created_tsc = hit ? heist__tsc() : 0;
 	}
 	if (heist__deque_split_requested(&w->dq))
 		heist__worker_publish(w, 0);

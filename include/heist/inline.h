@@ -120,6 +120,8 @@ heist__sample_hit(uint32_t draw, uint32_t mask)
 static inline int
 heist__unsampled(struct heist__worker_view *w)
 {
+	if (!w->sample_mask)
+		return 0;	/* every task is recorded: no draw */
 	uint32_t x = heist__sample_draw(w->sample_tick);
 	if (heist__sample_hit(x, w->sample_mask))
 		return 0;
