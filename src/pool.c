@@ -394,11 +394,10 @@ heist_pool_placement(const heist_pool *pool, unsigned index, struct heist_placem
 	 * neither is reported. */
 	const struct victims *v = w->victims;
 	size_t k = 0;
-	unsigned begin = 0;
 	for (unsigned r = 0; r < v->nranks; r++) {
 		bool any = false;
-		for (unsigned j = begin; j < v->rank_end[r]; j++) {
-			unsigned victim = v->order[j];
+		for (unsigned j = 0, size = heist__ring_size(v, r); j < size; j++) {
+			unsigned victim = heist__ring_slot(v, r, j);
 			if (victim == index || victim >= pool->n)
 				continue;
 			any = true;
@@ -411,7 +410,6 @@ heist_pool_placement(const heist_pool *pool, unsigned index, struct heist_placem
 			}
 		}
 		out->nranks += any;
-		begin = v->rank_end[r];
 	}
 	return 0;
 }

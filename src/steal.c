@@ -46,13 +46,16 @@ heist__steal_from(struct worker *w, struct worker *victim)
 	return NULL;
 }
 
-/* Try the victims order[begin..end), from a random one on. */
+/* Try the victims of rank r (topology.h's ring), from a random one on. */
 static struct task *
-steal_rank(struct worker *w, const unsigned *order, unsigned begin, unsigned end)
+steal_rank(struct worker *w, const struct victims *v, unsigned r)
 {
-	unsigned size = end - begin, k = rng_next(w) % size;
+	unsigned size = heist__ring_size(v, r);
+	if (!size)
+		return NULL;
+	unsigned k = rng_next(w) % size;
 	for (unsigned i = 0; i < size; i++) {
-		unsigned victim = order ? order[begin + (k + i) % size] : begin + (k + i) % size;
+		unsigned victim = heist__ring_slot(v, r, (k + i) % size);
 		if (victim == w->index)
 			continue;	/* a flat list holds its own thief too */
 		struct task *t = heist__steal_from(w, &w->pool->workers[victim]);
@@ -67,13 +70,17 @@ heist__steal_round(struct worker *w)
 {
 	const struct victims *v = w->victims;
 	struct heist_pool *pool = w->pool;
-	unsigned begin = 0;
 	for (unsigned r = 0; r < v->nranks; r++) {
-		struct task *t = steal_rank(w, v->order, begin, v->rank_end[r]);
+		struct task *t = steal_rank(w, v, r);
 		if (t)
 			return t;
-		begin = v->rank_end[r];
 	}
+	/* The spares' slots, after the guest's, as one more rank of their own. */
 	unsigned spares = heist__spares_slots(&pool->spares);
-	return spares ? steal_rank(w, NULL, pool->slots, pool->slots + spares) : NULL;
+	if (!spares)
+		return NULL;
+	const struct slot_range all = {pool->slots, pool->slots + spares};
+	const struct victims sv = {.order = NULL, .rank = &all, .self = {all.lo, all.lo},
+				   .nranks = 1};
+	return steal_rank(w, &sv, 0);
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,44 +30,18 @@ affinity_count(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-/* The flat list: every slot (the workers and the guest slot after them), one rank.
- * Shared by the workers of an unpinned pool and by the guest slot: each thief skips
- * its own index. */
-static int
-make_flat(struct victims *v, unsigned n)
-{
-	v->order = malloc(sizeof(unsigned) * (n + 1));
-	v->rank_end = malloc(sizeof(unsigned));
-	if (!v->order || !v->rank_end)
-		return ENOMEM;
-	for (unsigned i = 0; i <= n; i++)
-		v->order[i] = i;
-	v->rank_end[0] = n + 1;
-	v->nranks = 1;
-	return 0;
-}
-
+/* The flat list: every slot (the workers and the guest slot after them), one rank,
+ * in index order. Shared by the workers of an unpinned pool and by the guest slot:
+ * each thief skips its own index. */
 static void
-free_flat(struct victims *v)
+make_flat(struct victims *v, struct slot_range *all, unsigned n)
 {
-	free(v->order);
-	free(v->rank_end);
+	*all = (struct slot_range){0, n + 1};
+	*v = (struct victims){.order = NULL, .rank = all, .self = {0, 0}, .nranks = 1};
 }
 
 #ifdef HEIST_HAVE_HWLOC
 #include <hwloc.h>
-
-static void
-free_victims(struct victims *v, unsigned n)
-{
-	if (!v)
-		return;
-	for (unsigned i = 0; i < n; i++) {
-		free(v[i].order);
-		free(v[i].rank_end);
-	}
-	free(v);
-}
 
 struct topology {
 	hwloc_topology_t topo;
@@ -74,7 +49,10 @@ struct topology {
 	unsigned n;
 	hwloc_obj_t *place;		/* per worker: its core or PU; NULL unpinned */
 	struct victims *victims;	/* per worker; NULL: everyone uses flat */
+	unsigned *order;		/* the slots by place, for victims[i].order */
+	struct slot_range *ranges;		/* every worker's rank ranges, one block */
 	struct victims flat;
+	struct slot_range all;		/* flat's one rank */
 };
 
 /* The CPUs workers may use: hwloc's allowed set, and on the real machine the
@@ -111,57 +89,85 @@ usable_objs(hwloc_topology_t topo, hwloc_obj_type_t type, hwloc_const_bitmap_t u
 	return k;
 }
 
+/* A slot and where it goes in the order by place: sorted by place, then index. */
+struct by_place {
+	size_t place;
+	unsigned slot;
+};
+
 static int
-cmp_desc(const void *a, const void *b)
+cmp_by_place(const void *a, const void *b)
 {
-	int x = *(const int *)a, y = *(const int *)b;
-	return y - x;
+	const struct by_place *x = a, *y = b;
+	if (x->place != y->place)
+		return x->place < y->place ? -1 : 1;
+	return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
-/* Worker i's victims: every other worker, grouped by common-ancestor depth, and the
- * guest slot (index n) as a last rank of its own. The order within a group is chosen
- * at random on each steal round (steal.c). */
+/* Every worker's ranks, from the tree (topology.h's rings): the positions of the
+ * workers under each object form one range, because hwloc's logical order is the
+ * tree's depth-first order and workers are sorted by place; a worker's ranks are the
+ * ranges of its ancestors that add someone, nearest first, and then the guest slot
+ * (position n). kplace[i]: the index of worker i's place in the list of places. */
 static int
-rank_victims(struct topology *t, unsigned i, struct victims *v)
+rank_victims(struct topology *t, const size_t *kplace)
 {
-	unsigned n = t->n;
-	int *depth = malloc(sizeof(int) * n), *levels = malloc(sizeof(int) * n);
-	v->order = malloc(sizeof(unsigned) * n);
-	v->rank_end = malloc(sizeof(unsigned) * n);
-	if (!depth || !levels || !v->order || !v->rank_end) {
-		free(depth);
-		free(levels);
-		return ENOMEM;
+	unsigned n = t->n, depth = (unsigned)hwloc_topology_get_depth(t->topo);
+	size_t nobjs = 0, *base = malloc(sizeof(size_t) * depth);
+	struct slot_range *objr = NULL;	/* per object: its workers' positions */
+	struct by_place *sorted = malloc(sizeof(*sorted) * n);
+	unsigned *pos = malloc(sizeof(unsigned) * n);
+	t->order = malloc(sizeof(unsigned) * (n + 1));
+	t->ranges = malloc(sizeof(struct slot_range) * n * (depth + 1));
+	int err = ENOMEM;
+	if (!base || !sorted || !pos || !t->order || !t->ranges)
+		goto out;
+	for (unsigned d = 0; d < depth; d++) {
+		base[d] = nobjs;
+		nobjs += (size_t)hwloc_get_nbobjs_by_depth(t->topo, (int)d);
 	}
-	unsigned nl = 0;
-	for (unsigned j = 0; j < n; j++) {
-		if (j == i)
-			continue;
-		hwloc_obj_t a = t->place[i] == t->place[j]
-					? t->place[i]
-					: hwloc_get_common_ancestor_obj(t->topo, t->place[i],
-									t->place[j]);
-		depth[j] = a->depth;
-		bool seen = false;
-		for (unsigned k = 0; k < nl; k++)
-			seen |= levels[k] == depth[j];
-		if (!seen)
-			levels[nl++] = depth[j];
+	objr = malloc(sizeof(*objr) * (nobjs ? nobjs : 1));
+	if (!objr)
+		goto out;
+	for (size_t k = 0; k < nobjs; k++)
+		objr[k] = (struct slot_range){UINT32_MAX, 0};
+
+	for (unsigned i = 0; i < n; i++)
+		sorted[i] = (struct by_place){kplace[i], i};
+	qsort(sorted, n, sizeof(*sorted), cmp_by_place);
+	for (unsigned p = 0; p < n; p++) {
+		t->order[p] = sorted[p].slot;
+		pos[sorted[p].slot] = p;
+		for (hwloc_obj_t a = t->place[sorted[p].slot]; a; a = a->parent) {
+			struct slot_range *r = &objr[base[a->depth] + a->logical_index];
+			if (p < r->lo)
+				r->lo = p;
+			if (p + 1 > r->hi)
+				r->hi = p + 1;
+		}
 	}
-	qsort(levels, nl, sizeof(int), cmp_desc);	/* deepest (nearest) first */
-	unsigned m = 0;
-	for (unsigned k = 0; k < nl; k++) {
-		for (unsigned j = 0; j < n; j++)
-			if (j != i && depth[j] == levels[k])
-				v->order[m++] = j;
-		v->rank_end[k] = m;
+	t->order[n] = n;	/* the guest slot, last */
+
+	for (unsigned i = 0; i < n; i++) {
+		struct slot_range *rank = &t->ranges[(size_t)i * (depth + 1)];
+		struct slot_range prev = {pos[i], pos[i] + 1};
+		unsigned m = 0;
+		for (hwloc_obj_t a = t->place[i]; a; a = a->parent) {
+			struct slot_range r = objr[base[a->depth] + a->logical_index];
+			if (r.hi - r.lo > prev.hi - prev.lo)
+				rank[m++] = prev = r;
+		}
+		rank[m++] = (struct slot_range){prev.lo, n + 1};	/* the guest slot */
+		t->victims[i] = (struct victims){.order = t->order, .rank = rank,
+						 .self = {pos[i], pos[i] + 1}, .nranks = m};
 	}
-	v->order[m++] = n;	/* the guest slot */
-	v->rank_end[nl] = m;
-	v->nranks = nl + 1;
-	free(depth);
-	free(levels);
-	return 0;
+	err = 0;
+out:
+	free(objr);
+	free(base);
+	free(sorted);
+	free(pos);
+	return err;
 }
 
 static int
@@ -172,25 +178,24 @@ place_workers(struct topology *t, hwloc_const_bitmap_t usable)
 	if (!count)
 		return 0;	/* nothing to pin to: run unpinned */
 	hwloc_obj_t *objs = malloc(sizeof(*objs) * count);
+	size_t *kplace = malloc(sizeof(size_t) * t->n);
 	t->place = malloc(sizeof(*t->place) * t->n);
 	t->victims = calloc(t->n, sizeof(*t->victims));
-	if (!objs || !t->place || !t->victims) {
+	if (!objs || !kplace || !t->place || !t->victims) {
 		free(objs);
+		free(kplace);
 		return ENOMEM;
 	}
 	usable_objs(t->topo, type, usable, objs);
 	for (unsigned i = 0; i < t->n; i++) {
 		/* Spread: with fewer workers than places, every count/n-th place. */
-		size_t k = t->n <= count ? (size_t)i * count / t->n : i % count;
-		t->place[i] = objs[k];
+		kplace[i] = t->n <= count ? (size_t)i * count / t->n : i % count;
+		t->place[i] = objs[kplace[i]];
 	}
 	free(objs);
-	for (unsigned i = 0; i < t->n; i++) {
-		int err = rank_victims(t, i, &t->victims[i]);
-		if (err)
-			return err;
-	}
-	return 0;
+	int err = rank_victims(t, kplace);
+	free(kplace);
+	return err;
 }
 
 int
@@ -205,10 +210,7 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	if (*threads && pin == HEIST_PIN_NONE && !heist__topology_synthetic) {
 		/* Nothing to ask hwloc: loading a topology costs ~3.5 MiB of peak RSS
 		 * and a few milliseconds. One flat rank. */
-		if (make_flat(&t->flat, t->n)) {
-			heist__topology_free(t);
-			return ENOMEM;
-		}
+		make_flat(&t->flat, &t->all, t->n);
 		*out = t;
 		return 0;
 	}
@@ -232,8 +234,7 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 			*threads = HEIST_MAX_THREADS;
 	}
 	t->n = *threads;
-	if (!err)
-		err = make_flat(&t->flat, t->n);
+	make_flat(&t->flat, &t->all, t->n);
 	if (!err && pin != HEIST_PIN_NONE)
 		err = place_workers(t, usable);
 	hwloc_bitmap_free(usable);
@@ -250,8 +251,9 @@ heist__topology_free(struct topology *t)
 {
 	if (!t)
 		return;
-	free_victims(t->victims, t->n);
-	free_flat(&t->flat);
+	free(t->victims);
+	free(t->order);
+	free(t->ranges);
 	free(t->place);
 	if (t->topo)
 		hwloc_topology_destroy(t->topo);
@@ -292,6 +294,7 @@ struct topology {
 	unsigned n;
 	int *cpu;	/* per worker: the CPU it is bound to; NULL unpinned */
 	struct victims flat;
+	struct slot_range all;	/* flat's one rank */
 };
 
 int
@@ -308,10 +311,7 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	if (*threads > HEIST_MAX_THREADS)
 		*threads = HEIST_MAX_THREADS;
 	t->n = *threads;
-	if (make_flat(&t->flat, t->n)) {
-		heist__topology_free(t);
-		return ENOMEM;
-	}
+	make_flat(&t->flat, &t->all, t->n);
 	cpu_set_t set;
 	if (pin != HEIST_PIN_NONE && sched_getaffinity(0, sizeof(set), &set) == 0) {
 		int cpus[CPU_SETSIZE], count = 0;
@@ -336,7 +336,6 @@ heist__topology_free(struct topology *t)
 	if (!t)
 		return;
 	free(t->cpu);
-	free_flat(&t->flat);
 	free(t);
 }
 

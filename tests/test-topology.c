@@ -140,6 +140,35 @@ two_sockets_rank_the_own_socket_first(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* More workers than places: worker i on core i mod 4, so the workers sorted by place
+ * (the order the ranks are ranges of) are not in index order. The worker on the same
+ * core comes first, then the rest of the package, then the other package. */
+static void
+more_workers_than_cores_share_a_core_first(void **state)
+{
+	(void)state;
+	NEEDS_HWLOC();
+	static struct layout l;
+	heist_pool *pool = synthetic_pool("pack:2 core:2 pu:1", 12, HEIST_PIN_CORE, &l);
+	check_victim_lists(&l, 12);
+	for (unsigned i = 0; i < 12; i++) {
+		unsigned core = i % 4;
+		uint64_t on_core = 0, in_pack = 0, all = 0xfff;
+		for (unsigned j = 0; j < 12; j++) {
+			on_core |= (uint64_t)(j % 4 == core) << j;
+			in_pack |= (uint64_t)(j % 4 / 2 == core / 2) << j;
+		}
+		char want[8];
+		snprintf(want, sizeof(want), "%u", core);
+		assert_string_equal(l.place[i].cpus, want);
+		assert_int_equal(l.place[i].nranks, 3);
+		assert_int_equal(rank_set(&l, 12, i, 0), on_core & ~((uint64_t)1 << i));
+		assert_int_equal(rank_set(&l, 12, i, 1), in_pack & ~on_core);
+		assert_int_equal(rank_set(&l, 12, i, 2), all & ~in_pack);
+	}
+	heist_pool_destroy(pool);
+}
+
 static void
 four_numa_nodes_rank_the_own_node_first(void **state)
 {
@@ -333,6 +362,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(smt_siblings_come_first),
 		cmocka_unit_test(two_sockets_rank_the_own_socket_first),
+		cmocka_unit_test(more_workers_than_cores_share_a_core_first),
 		cmocka_unit_test(four_numa_nodes_rank_the_own_node_first),
 		cmocka_unit_test(machines_of_64_and_256_pus_rank_by_the_tree),
 		cmocka_unit_test(unpinned_pools_have_one_flat_rank),
