@@ -89,8 +89,8 @@ enum bench_pool {
 				   when it was not built */
 };
 
-enum { THREADS = 0 };
-enum { BENCH_PROFILE_EVERY = 64 };	/* POOL_HEIST_SAMPLE's sampling */	/* bench_impl.threads: the --threads count */
+enum { THREADS = 0 };	/* bench_impl.threads: the --threads count */
+enum { BENCH_PROFILE_EVERY = 64 };	/* POOL_HEIST_SAMPLE's sampling */
 
 /* What a run found, for the workload's check(). */
 struct bench_answer {

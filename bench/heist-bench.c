@@ -42,8 +42,8 @@ workload_names(const char **names, size_t max)
 static const char *const impl_names[] = {
 	"serial", "baseline", "heist", "omp", "tbb",
 	/* variants of heist, also selected by "heist" (unless --exact) */
-	"heist-outside", "heist-nested", "heist-prof", "heist-sample", "heist-pin", "heist-futures",
-	"heist-group", "heist-then", "heist-wait", "heist-det",
+	"heist-outside", "heist-nested", "heist-prof", "heist-sample", "heist-pin",
+	"heist-futures", "heist-group", "heist-then", "heist-wait", "heist-det",
 	/* the C++ API's rows (w_cxx.cpp), with a C++ compiler */
 	"heist-cxx", "heist-cxx-futures",
 };

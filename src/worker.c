@@ -24,7 +24,9 @@
 /* A full deque that is empty: mask -1 leaves no room (b - top_cache > mask), and
  * bottom == public_cache holds no private task. */
 static const struct heist__array_view no_room = { .mask = -1 };
-const struct heist__worker_view heist__nobody = { .array = (struct heist__array_view *)&no_room };
+const struct heist__worker_view heist__nobody = {
+	.array = (struct heist__array_view *)&no_room,
+};
 
 HEIST_EXPORT __thread void *heist__self_v1 __attribute__((tls_model("initial-exec"))) =
 	(void *)&heist__nobody;
