@@ -4,7 +4,8 @@
  *
  * heist_spawn and heist_sync are macros over the functions below. Each does what the
  * library's out-of-line function of the same name does in the common case (a worker's
- * deque with room, no thief asking for work, no profiler) and otherwise calls that
+ * deque with room, no thief asking for work, no profiler or one that does not record
+ * this task: heist_config.profile_every) and otherwise calls that
  * function, which handles every case from the start. The out-of-line functions stay
  * exported, for other languages, for taking their address ((heist_spawn) or
  * &heist_spawn), and for programs that define HEIST_NO_INLINE before including
@@ -47,8 +48,9 @@ struct heist__worker_view {
 	int64_t top_cache;		/* a top seen lately: never above the real one */
 	struct heist__array_view *array;
 	unsigned char heist__pad0[3 * HEIST__LINE - 32];
-	/* Its own line: set by thieves, read by the owner; any bit (a thief's request,
-	 * the profiler) sends both fast paths to the library. */
+	/* Its own line: set by thieves, read by the owner. Any bit (a thief's request,
+	 * the profiler) sends both fast paths to the library, but for a task the
+	 * profiler does not record, the profiler's bit alone does not. */
 	unsigned char flags;
 	unsigned char heist__pad1[HEIST__LINE - 1];
 	/* The worker's line. */
