@@ -148,6 +148,21 @@ def repeat_merges():
 
 
 @test
+def sample_records_about_one_task_in_n():
+    tasks = 2 ** 15 - 1
+    r = report("--depth", "14", "--payload", "10", "--sample", "10")
+    check(r["sampled_every"] == 16,
+          f"sampled_every {r['sampled_every']}, not 16 (10 rounded up)")
+    n = r["end_to_end"]["count"]
+    check(tasks // 64 <= n <= tasks // 4, f"{n} of {tasks} tasks recorded, sampling 1 in 16")
+    check(r["dispatch"]["count"] == n, "dispatch and end-to-end counts differ")
+    check(r["stats"]["executed"] == tasks, "the statistics must still count every task")
+    check(report("--depth", "3")["sampled_every"] == 1, "sampled_every without --sample")
+    p = run("--depth", "10", "--sample", "64")
+    check("one task in 64 recorded" in p.stdout, "the table does not say it samples")
+
+
+@test
 def submit_workload():
     r = report("--workload", "submit", "--tasks", "2000", "--payload", "50")
     check_report(r, 2000)
@@ -247,7 +262,8 @@ def bad_options_exit_2():
                  ["--bogus"], ["--threads", "-1"], ["--repeat", "0"],
                  ["--workload", "submit", "--tasks", "0"], ["--pin", "sideways"],
                  ["--depth"], ["--depth", "5", "--workload", "submit"],
-                 ["--payload", "1x"], ["stray"], ["-x"]]:
+                 ["--payload", "1x"], ["stray"], ["-x"], ["--sample", "0"],
+                 ["--sample", "2000000"]]:
         p = run(*args, code=2)
         check(p.stdout == "", f"{args}: output on stdout")
         msg = p.stderr.strip()
