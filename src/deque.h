@@ -209,6 +209,19 @@ heist__deque_drop_private(struct deque *dq)
 	atomic_store_explicit(&dq->bottom, b - 1, memory_order_relaxed);
 }
 
+/* Owner only, for the profiler: write stamp into the floor of every private task but
+ * the newest keep, the ones a publish is about to hand out. The thief that takes one
+ * reads it as the moment the task became stealable (task.h: floor is unused until a
+ * thief starts the task). */
+static inline void
+heist__deque_stamp_private(struct deque *dq, int64_t keep, uint64_t stamp)
+{
+	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed) - keep;
+	for (int64_t i = dq->public_cache; i < b; i++)
+		atomic_load_explicit(&dq->array->slot[i & dq->array->mask],
+				     memory_order_relaxed)->floor = (int64_t)stamp;
+}
+
 /* Owner only. Tasks in the private region. */
 static inline int64_t
 heist__deque_private_count(struct deque *dq)

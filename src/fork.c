@@ -128,8 +128,10 @@ sync_slow(struct worker *w, struct task *t)
 		if (x == t) {
 			counter_add(&w->stats.executed, 1);
 			mark_synced(t);
-			if (HEIST_PROFILER && unlikely(w->profile))
-				return heist__worker_run_profiled(w, t);
+			if (HEIST_PROFILER && unlikely(w->profile)) {
+				const struct heist__run_from inline_sync = {HEIST_PATH_INLINE, 0};
+				return heist__worker_run_profiled(w, t, &inline_sync);
+			}
 			return t->fn(t->arg);
 		}
 		if (!x) {
@@ -150,6 +152,7 @@ sync_slow(struct worker *w, struct task *t)
 		/* A spawned task above t: syncs came out of order. Running it is still a
 		 * legal schedule (it is this frame's own child). */
 		assert(!"heist_sync: syncs must come in the reverse order of their spawns");
+		heist__worker_took(w, HEIST_PATH_INLINE, x, false);
 		heist__worker_run(w, x);
 	}
 }

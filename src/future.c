@@ -12,6 +12,7 @@
 #include "cancel.h"
 #include "futex.h"
 #include "internal.h"
+#include "pool.h"
 #include "probe.h"
 #include "wait.h"
 #include "worker.h"
@@ -192,14 +193,18 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 		j->task.floor = heist__deque_bottom(&w->dq);
 		atomic_store_explicit(&j->runner, w, memory_order_release);
 	}
-	/* A job not sampled (created_tsc 0) is neither timed nor recorded. */
+	/* A job not sampled (created_tsc 0) is neither timed nor recorded. How it came
+	 * (heist__worker_took) is read before it runs, which may take other tasks. */
 	bool timed = HEIST_PROFILER && unlikely(w->profile) && j->task.created_tsc;
+	struct heist__run_from from = w->run_from;
+	if (heist__worker_is_guest(w) && from.path != HEIST_PATH_INLINE)
+		from.path = HEIST_PATH_GUEST;
 	uint64_t started = timed ? heist__tsc() : 0;
 	j->task.result = j->task.fn(j->task.arg);
 	drop_belongings(j);
 	if (timed)
 		heist__profile_record(w->prof, w->index, j->task.created_tsc, started,
-				      heist__tsc_end());
+				      heist__tsc_end(), &from);
 	finish(j);
 }
 
@@ -244,6 +249,7 @@ heist__job_claim(struct heist_future *j, struct worker *w)
 {
 	if (!heist__job_take(j))
 		return false;
+	heist__worker_took(w, HEIST_PATH_INLINE, &j->task, false);
 	run_won(j, w, false);
 	return true;
 }

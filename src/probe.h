@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "clock.h"
+#include "heist/profile.h"
 
 #ifndef HEIST_PROFILER
 #define HEIST_PROFILER 1
@@ -46,8 +47,16 @@ heist__profile_stamp(uint32_t mask)
 	return heist__profile_pick(mask) ? heist__tsc() : 0;
 }
 
+/* How a task reached the thread that runs it: an enum heist_dispatch_path, and for a
+ * stolen task the counter when its owner published it (else 0). */
+struct heist__run_from {
+	unsigned path;
+	uint64_t published;
+};
+
 /* The owning worker only: one task's timestamps. */
 void heist__profile_record(struct profile *p, unsigned worker, uint64_t created,
-			   uint64_t started, uint64_t ended);
+			   uint64_t started, uint64_t ended,
+			   const struct heist__run_from *from);
 
 #endif

@@ -33,9 +33,12 @@ struct latency_acc {
 	counter hist[BUCKETS];
 };
 
+enum { KINDS = 3 };	/* HEIST_LATENCY_DISPATCH, _END_TO_END, _STEAL */
+
 struct profile {
 	counter dropped;		/* samples that overflowed into acc[] */
-	struct latency_acc acc[2];	/* HEIST_LATENCY_DISPATCH, _END_TO_END */
+	counter dropped_path[HEIST_PATHS];	/* the same by path (acc[] keeps none) */
+	struct latency_acc acc[KINDS];	/* acc[STEAL]: the overflowed stolen ones */
 	/* Samples [0, len) are complete: the owner stores len with release after
 	 * writing one; readers load it with acquire. */
 	_Atomic size_t len;
@@ -89,8 +92,10 @@ static void
 profile_clear(struct profile *p)
 {
 	atomic_store_explicit(&p->dropped, 0, memory_order_relaxed);
-	acc_init(&p->acc[0]);
-	acc_init(&p->acc[1]);
+	for (int k = 0; k < HEIST_PATHS; k++)
+		atomic_store_explicit(&p->dropped_path[k], 0, memory_order_relaxed);
+	for (int k = 0; k < KINDS; k++)
+		acc_init(&p->acc[k]);
 	atomic_store_explicit(&p->len, 0, memory_order_relaxed);
 }
 
@@ -120,16 +125,20 @@ __thread uint32_t heist__profile_tick __attribute__((tls_model("initial-exec")))
 
 void
 heist__profile_record(struct profile *p, unsigned worker, uint64_t created,
-		      uint64_t started, uint64_t ended)
+		      uint64_t started, uint64_t ended, const struct heist__run_from *from)
 {
 	size_t n = atomic_load_explicit(&p->len, memory_order_relaxed);
 	if (n == SAMPLES_PER_WORKER) {
 		counter_add(&p->dropped, 1);
+		counter_add(&p->dropped_path[from->path], 1);
 		acc_add(&p->acc[HEIST_LATENCY_DISPATCH], since(created, started));
 		acc_add(&p->acc[HEIST_LATENCY_END_TO_END], since(created, ended));
+		if (from->published)
+			acc_add(&p->acc[HEIST_LATENCY_STEAL], since(from->published, started));
 		return;
 	}
-	p->samples[n] = (struct heist_profile_sample){created, started, ended, worker};
+	p->samples[n] = (struct heist_profile_sample){created, started, ended, worker,
+						      from->path, from->published};
 	/* release: the sample is complete before a reader that sees len > n. */
 	atomic_store_explicit(&p->len, n + 1, memory_order_release);
 }
@@ -147,53 +156,95 @@ check(heist_pool *pool)
 }
 
 /* The workers [first, last) merged. */
+/* Workers [first, last) merged, all paths (path ALL_PATHS) or one. */
+enum { ALL_PATHS = -1 };
+
 struct merged {
-	uint64_t count, dropped, kept;
-	uint64_t sum[2], min[2], max[2];
-	uint64_t *hist[2];
+	uint64_t dropped, kept;		/* samples of the path */
+	uint64_t path_count[HEIST_PATHS];
+	uint64_t count[KINDS], sum[KINDS], min[KINDS], max[KINDS];
+	uint64_t *hist[KINDS];
 };
 
+/* The latency of one kind of sample s, and whether s has one (only a stolen task has
+ * a steal latency). */
+static bool
+latency_of(const struct heist_profile_sample *s, int kind, uint64_t *v)
+{
+	if (kind == HEIST_LATENCY_STEAL) {
+		*v = since(s->published, s->started);
+		return s->published != 0;
+	}
+	*v = since(s->created, kind == HEIST_LATENCY_END_TO_END ? s->ended : s->started);
+	return true;
+}
+
+static void
+merged_free(struct merged *m)
+{
+	for (int k = 0; k < KINDS; k++)
+		free(m->hist[k]);
+}
+
+static void
+fold_acc(struct merged *m, const struct profile *p)
+{
+	for (int k = 0; k < KINDS; k++) {
+		const struct latency_acc *a = &p->acc[k];
+		uint64_t n = 0;
+		for (unsigned i = 0; i < BUCKETS; i++) {
+			uint64_t c = counter_read(&a->hist[i]);
+			m->hist[k][i] += c;
+			n += c;
+		}
+		m->count[k] += n;
+		m->sum[k] += counter_read(&a->sum);
+		if (n && counter_read(&a->min) < m->min[k])
+			m->min[k] = counter_read(&a->min);
+		if (n && counter_read(&a->max) > m->max[k])
+			m->max[k] = counter_read(&a->max);
+	}
+}
+
 static int
-merge(heist_pool *pool, unsigned first, unsigned last, struct merged *m)
+merge(heist_pool *pool, unsigned first, unsigned last, int path, struct merged *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->hist[0] = calloc(BUCKETS, sizeof(uint64_t));
-	m->hist[1] = calloc(BUCKETS, sizeof(uint64_t));
-	if (!m->hist[0] || !m->hist[1]) {
-		free(m->hist[0]);
-		free(m->hist[1]);
-		return ENOMEM;
+	for (int k = 0; k < KINDS; k++) {
+		m->min[k] = UINT64_MAX;
+		if (!(m->hist[k] = calloc(BUCKETS, sizeof(uint64_t)))) {
+			merged_free(m);
+			return ENOMEM;
+		}
 	}
-	m->min[0] = m->min[1] = UINT64_MAX;
 	for (unsigned w = first; w < last; w++) {
 		struct profile *p = pool->workers[w].prof;
 		size_t len = atomic_load_explicit(&p->len, memory_order_acquire);
-		m->dropped += counter_read(&p->dropped);
-		m->kept += len;
-		m->count += len + counter_read(&p->dropped);
+		for (int k = 0; k < HEIST_PATHS; k++)
+			m->path_count[k] += counter_read(&p->dropped_path[k]);
+		m->dropped += path == ALL_PATHS ? counter_read(&p->dropped)
+						: counter_read(&p->dropped_path[path]);
 		for (size_t i = 0; i < len; i++) {	/* fold the kept samples in */
 			const struct heist_profile_sample *s = &p->samples[i];
-			uint64_t v[2] = {since(s->created, s->started),
-					 since(s->created, s->ended)};
-			for (int k = 0; k < 2; k++) {
-				m->sum[k] += v[k];
-				m->hist[k][bucket_of(v[k])]++;
-				if (v[k] < m->min[k])
-					m->min[k] = v[k];
-				if (v[k] > m->max[k])
-					m->max[k] = v[k];
+			m->path_count[s->path < HEIST_PATHS ? s->path : 0]++;
+			if (path != ALL_PATHS && s->path != (unsigned)path)
+				continue;
+			m->kept++;
+			for (int k = 0; k < KINDS; k++) {
+				uint64_t v;
+				if (!latency_of(s, k, &v))
+					continue;
+				m->count[k]++;
+				m->sum[k] += v;
+				m->hist[k][bucket_of(v)]++;
+				if (v < m->min[k])
+					m->min[k] = v;
+				if (v > m->max[k])
+					m->max[k] = v;
 			}
 		}
-		for (int k = 0; k < 2; k++) {
-			struct latency_acc *a = &p->acc[k];
-			m->sum[k] += counter_read(&a->sum);
-			if (counter_read(&a->min) < m->min[k])
-				m->min[k] = counter_read(&a->min);
-			if (counter_read(&a->max) > m->max[k])
-				m->max[k] = counter_read(&a->max);
-			for (unsigned i = 0; i < BUCKETS; i++)
-				m->hist[k][i] += counter_read(&a->hist[i]);
-		}
+		if (path == ALL_PATHS)	/* the histograms keep no path */
+			fold_acc(m, p);
 	}
 	return 0;
 }
@@ -205,24 +256,28 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Every kept sample's latency of one kind, sorted; NULL if any sample was dropped
- * (then the histogram answers) or there is no memory. */
+/* Every kept sample's latency of one kind (of the path), sorted; NULL if the merged
+ * counts include overflowed samples (then the histogram answers) or there is no
+ * memory. A path's report always sorts: its histograms hold only kept samples. */
 static uint64_t *
-sorted_latencies(heist_pool *pool, unsigned first, unsigned last, int kind,
+sorted_latencies(heist_pool *pool, unsigned first, unsigned last, int path, int kind,
 		 const struct merged *m)
 {
-	if (m->dropped || !m->kept)
+	if ((path == ALL_PATHS && m->dropped) || !m->count[kind])
 		return NULL;
-	uint64_t *v = malloc(m->kept * sizeof(*v));
+	uint64_t *v = malloc(m->count[kind] * sizeof(*v));
 	if (!v)
 		return NULL;
 	size_t n = 0;
 	for (unsigned w = first; w < last; w++) {
 		struct profile *p = pool->workers[w].prof;
 		size_t len = atomic_load_explicit(&p->len, memory_order_acquire);
-		for (size_t i = 0; i < len && n < m->kept; i++) {
+		for (size_t i = 0; i < len && n < m->count[kind]; i++) {
 			const struct heist_profile_sample *s = &p->samples[i];
-			v[n++] = since(s->created, kind ? s->ended : s->started);
+			if (path != ALL_PATHS && s->path != (unsigned)path)
+				continue;
+			if (latency_of(s, kind, &v[n]))
+				n++;
 		}
 	}
 	qsort(v, n, sizeof(*v), cmp_u64);
@@ -243,7 +298,7 @@ rank_of(double q, uint64_t count)
 static uint64_t
 quantile(const struct merged *m, int kind, const uint64_t *sorted, double q)
 {
-	uint64_t count = m->count;
+	uint64_t count = m->count[kind];
 	if (!count)
 		return 0;
 	if (sorted)
@@ -264,12 +319,12 @@ fill(struct heist_latency *l, const struct merged *m, int kind, const uint64_t *
      double per_ns)
 {
 	memset(l, 0, sizeof(*l));
-	l->count = m->count;
-	if (!m->count)
+	l->count = m->count[kind];
+	if (!l->count)
 		return;
 	l->min = m->min[kind];
 	l->max = m->max[kind];
-	l->mean = (double)m->sum[kind] / (double)m->count;
+	l->mean = (double)m->sum[kind] / (double)l->count;
 	l->p50 = quantile(m, kind, sorted, 0.50);
 	l->p90 = quantile(m, kind, sorted, 0.90);
 	l->p99 = quantile(m, kind, sorted, 0.99);
@@ -286,10 +341,11 @@ fill(struct heist_latency *l, const struct merged *m, int kind, const uint64_t *
 }
 
 static int
-report(heist_pool *pool, unsigned first, unsigned last, struct heist_latency_report *out)
+report(heist_pool *pool, unsigned first, unsigned last, int path,
+       struct heist_latency_report *out)
 {
 	struct merged m;
-	int err = merge(pool, first, last, &m);
+	int err = merge(pool, first, last, path, &m);
 	if (err)
 		return err;
 	memset(out, 0, sizeof(*out));
@@ -298,16 +354,19 @@ report(heist_pool *pool, unsigned first, unsigned last, struct heist_latency_rep
 	out->samples_dropped = m.dropped;
 	out->buffer_samples = SAMPLES_PER_WORKER;
 	out->sampled_every = (uint64_t)pool->profile_mask + 1;
-	for (int k = 0; k < 2; k++) {
-		uint64_t *sorted = sorted_latencies(pool, first, last, k, &m);
-		if (k == 0)
-			out->exact = sorted != NULL || m.count == 0;
-		fill(k ? &out->end_to_end : &out->dispatch, &m, k, sorted,
-		     out->clock.cycles_per_ns);
+	memcpy(out->path_count, m.path_count, sizeof(out->path_count));
+	struct heist_latency *dst[KINDS] = {&out->dispatch, &out->end_to_end, &out->steal};
+	bool sorted_all = true;
+	for (int k = 0; k < KINDS; k++) {
+		uint64_t *sorted = sorted_latencies(pool, first, last, path, k, &m);
+		sorted_all &= sorted != NULL || m.count[k] == 0;
+		fill(dst[k], &m, k, sorted, out->clock.cycles_per_ns);
 		free(sorted);
 	}
-	free(m.hist[0]);
-	free(m.hist[1]);
+	/* Exact when no sample of the report overflowed into the histograms (and
+	 * there was memory to sort the kept ones). */
+	out->exact = m.dropped == 0 && sorted_all;
+	merged_free(&m);
 	return 0;
 }
 
@@ -331,7 +390,19 @@ heist_profile_report(heist_pool *pool, struct heist_latency_report *out)
 	if (!out)
 		return EINVAL;
 	/* The guest slot's and the spares' tasks too. */
-	return report(pool, 0, heist__pool_slots_used(pool), out);
+	return report(pool, 0, heist__pool_slots_used(pool), ALL_PATHS, out);
+}
+
+HEIST_EXPORT int
+heist_profile_path_report(heist_pool *pool, enum heist_dispatch_path path,
+			  struct heist_latency_report *out)
+{
+	int err = check(pool);
+	if (err)
+		return err;
+	if (!out || (unsigned)path >= HEIST_PATHS)
+		return EINVAL;
+	return report(pool, 0, heist__pool_slots_used(pool), (int)path, out);
 }
 
 HEIST_EXPORT int
@@ -345,7 +416,7 @@ heist_profile_worker_report(heist_pool *pool, unsigned index,
 		return EINVAL;
 	/* A spare slot never used has no buffers: an empty report. */
 	unsigned last = index < heist__pool_slots_used(pool) ? index + 1 : index;
-	return report(pool, index, last, out);
+	return report(pool, index, last, ALL_PATHS, out);
 }
 
 HEIST_EXPORT int
@@ -356,21 +427,21 @@ heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind, const 
 	if (err)
 		return err;
 	if ((n && (!q || !out)) || (kind != HEIST_LATENCY_DISPATCH &&
-				    kind != HEIST_LATENCY_END_TO_END))
+				    kind != HEIST_LATENCY_END_TO_END &&
+				    kind != HEIST_LATENCY_STEAL))
 		return EINVAL;
 	for (size_t i = 0; i < n; i++)
 		if (!(q[i] >= 0.0 && q[i] <= 1.0))	/* NaN fails both */
 			return EINVAL;
 	struct merged m;
 	unsigned slots = heist__pool_slots_used(pool);
-	if ((err = merge(pool, 0, slots, &m)))
+	if ((err = merge(pool, 0, slots, ALL_PATHS, &m)))
 		return err;
-	uint64_t *sorted = sorted_latencies(pool, 0, slots, (int)kind, &m);
+	uint64_t *sorted = sorted_latencies(pool, 0, slots, ALL_PATHS, (int)kind, &m);
 	for (size_t i = 0; i < n; i++)
 		out[i] = quantile(&m, (int)kind, sorted, q[i]);
 	free(sorted);
-	free(m.hist[0]);
-	free(m.hist[1]);
+	merged_free(&m);
 	return 0;
 }
 

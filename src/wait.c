@@ -128,6 +128,7 @@ help_group(struct worker *w, struct heist_group *g)
 	/* relaxed: the kind never changes once queued (worker.c). */
 	if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB &&
 	    heist__group_owns(g, (struct heist_future *)x)) {
+		heist__worker_took(w, HEIST_PATH_HELPING, x, false);
 		heist__worker_run(w, x);
 		return true;
 	}
@@ -153,10 +154,12 @@ help_runner(struct worker *w, const struct awaited *a)
 		case STEAL_OK:
 			counter_add(&w->stats.stolen, 1);
 			/* relaxed: the kind never changes once queued (worker.c). */
-			if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB)
+			if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB) {
 				requeue(w, x);
-			else
+			} else {
+				heist__worker_took(w, HEIST_PATH_HELPING, x, true);
 				heist__worker_run(w, x);
+			}
 			return true;
 		case STEAL_EMPTY:
 			return false;

@@ -70,19 +70,22 @@ heist__worker_flush_done(struct worker *w)
 void
 heist__worker_publish(struct worker *w, int64_t keep)
 {
+	if (HEIST_PROFILER && unlikely(w->profile))
+		heist__deque_stamp_private(&w->dq, keep, heist__tsc());
 	heist__deque_publish(&w->dq, keep);
 	heist__sleep_notify(&w->pool->sleep);
 }
 
 noinline int
-heist__worker_run_profiled(struct worker *w, struct task *t)
+heist__worker_run_profiled(struct worker *w, struct task *t,
+			   const struct heist__run_from *from)
 {
 	uint64_t created = t->created_tsc;
 	if (!created)
 		return t->fn(t->arg);	/* not sampled */
 	uint64_t started = heist__tsc();
 	int r = t->fn(t->arg);
-	heist__profile_record(w->prof, w->index, created, started, heist__tsc_end());
+	heist__profile_record(w->prof, w->index, created, started, heist__tsc_end(), from);
 	return r;
 }
 
@@ -112,6 +115,9 @@ heist__worker_run(struct worker *w, struct task *t)
 		return;
 	}
 	counter_add(&w->stats.executed, 1);
+	struct heist__run_from from = w->run_from;	/* before t->floor is ours */
+	if (heist__worker_is_guest(w) && from.path != HEIST_PATH_INLINE)
+		from.path = HEIST_PATH_GUEST;
 	/* Everything pushed on our deque from here on, until t returns, is t's own
 	 * (task.h): its owner's sync may help with it (wait.c). release: the floor is
 	 * written before a helper that sees us as the thief reads it. */
@@ -126,7 +132,7 @@ heist__worker_run(struct worker *w, struct task *t)
 	unsigned outer_epoch = w->cur_epoch;
 	w->cur_epoch = epoch;
 	if (HEIST_PROFILER && unlikely(w->profile))
-		t->result = heist__worker_run_profiled(w, t);	/* recorded before DONE */
+		t->result = heist__worker_run_profiled(w, t, &from);	/* before DONE */
 	else
 		t->result = t->fn(t->arg);
 	w->cur_epoch = outer_epoch;
@@ -170,11 +176,14 @@ take_injector(struct worker *w)
 	counter_add(&w->stats.injector_pops, k);
 	/* Pushed newest first, so that our own LIFO pops keep the injector's order. */
 	for (size_t i = k - 1; i >= 1; i--) {
-		if (heist__deque_push(&w->dq, batch[i]))
+		if (heist__deque_push(&w->dq, batch[i])) {
+			heist__worker_took(w, HEIST_PATH_INJECTOR, batch[i], false);
 			heist__worker_run(w, batch[i]);	/* no memory to queue it */
+		}
 	}
 	if (k > 1)
 		heist__worker_publish(w, 0);
+	heist__worker_took(w, HEIST_PATH_INJECTOR, batch[0], false);
 	return batch[0];
 }
 
@@ -256,8 +265,10 @@ next_task(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
 	struct task *t = heist__worker_pop(w);
-	if (t)
+	if (t) {
+		heist__worker_took(w, HEIST_PATH_OWN, t, false);
 		return t;
+	}
 	heist__worker_flush_done(w);
 	if (loop_done(w))
 		return NULL;
@@ -271,8 +282,8 @@ next_task(struct worker *w)
 				return NULL;
 			}
 			t = take_injector(w);
-			if (!t)
-				t = heist__steal_round(w);
+			if (!t && (t = heist__steal_round(w)))
+				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);
 			if (t) {
 				stop_searching(pool);
 				return t;

@@ -10,6 +10,7 @@
 
 #include "deque.h"
 #include "internal.h"
+#include "probe.h"
 #include "topology.h"
 
 struct heist_pool;
@@ -44,6 +45,9 @@ struct worker {
 	uint64_t done_unflushed[2];	/* jobs finished, per idle epoch, not yet
 					   subtracted from pool->live */
 	bool in_hook;			/* in on_worker_start/stop: no work is counted */
+	/* The profiler: how the task this thread runs next reached it, set by whoever
+	 * took it (heist__worker_took) and read when the run starts. */
+	struct heist__run_from run_from;
 	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
 	pthread_t thread;
 	const struct victims *victims;	/* whom to steal from (topology.h) */
@@ -81,9 +85,23 @@ void heist__worker_loop(struct worker *w);
 /* Call heist_config's on_worker_start (start) or on_worker_stop hook, on w's thread. */
 void heist__worker_hook(struct worker *w, bool start);
 
-/* Run a spawned task inline under the profiler (heist_sync when the pool profiles).
- * Counts nothing. */
-int heist__worker_run_profiled(struct worker *w, struct task *t);
+/* Run a spawned task under the profiler, recorded as having come `from`. Counts
+ * nothing. */
+int heist__worker_run_profiled(struct worker *w, struct task *t,
+			       const struct heist__run_from *from);
+
+/* For the profiler: the task t that w is about to run came by `path`
+ * (enum heist_dispatch_path); if stolen, its owner stamped the moment it published it
+ * in its floor (heist__worker_publish), which the thief overwrites only when it
+ * starts it. */
+static inline void
+heist__worker_took(struct worker *w, unsigned path, const struct task *t, bool stolen)
+{
+	if (HEIST_PROFILER && unlikely(w->profile)) {
+		w->run_from.path = path;
+		w->run_from.published = stolen ? (uint64_t)t->floor : 0;
+	}
+}
 
 /* Run any task taken from a queue: a stolen spawned task or a job. */
 void heist__worker_run(struct worker *w, struct task *t);

@@ -182,6 +182,120 @@ clock_calibration_matches_monotonic(void **state)
 
 /* ---- reports ---- */
 
+/* ---- dispatch paths and steal latency ---- */
+
+/* A child that only a thief can start: its parent spawns it and, until it has
+ * started, keeps submitting no-op jobs: a worker's submit publishes its deque (the
+ * child at the top, the oldest) and wakes a sleeper, which steals the child. */
+struct stolen_child {
+	heist_pool *pool;
+	atomic_bool started;
+	atomic_int runner;
+};
+
+static int
+mark_started(void *arg)
+{
+	struct stolen_child *c = arg;
+	atomic_store(&c->runner, heist_worker_index());
+	atomic_store(&c->started, true);
+	return 0;
+}
+
+static int
+parent_of_a_stolen_child(void *arg)
+{
+	struct stolen_child *c = arg;
+	heist_task t;
+	heist_spawn(&t, mark_started, c);
+	while (!atomic_load(&c->started)) {
+		int err = heist_submit(c->pool, ret_int, NULL, NULL);
+		if (err)
+			return err;
+		nap(NAP_NS);
+	}
+	return heist_sync(&t);
+}
+
+struct path_tally {
+	uint64_t n[HEIST_PATHS], published, bad;
+};
+
+static void
+tally_sample(void *ctx, const struct heist_profile_sample *s)
+{
+	struct path_tally *t = ctx;
+	if (s->path >= HEIST_PATHS) {
+		t->bad++;
+		return;
+	}
+	t->n[s->path]++;
+	if (s->published) {
+		t->published++;
+		/* Only a task another thread took from a deque has a publication. */
+		t->bad += s->path != HEIST_PATH_STOLEN && s->path != HEIST_PATH_HELPING &&
+			  s->path != HEIST_PATH_GUEST;
+	} else {
+		t->bad += s->path == HEIST_PATH_STOLEN;
+	}
+}
+
+/* Every task has one path, the counts add up, and the kinds land where they should:
+ * a tree on one worker is its root from the injector and the rest synced inline; a
+ * child that only a thief can start is STOLEN and has a steal latency. */
+static void
+paths_add_up_and_steals_have_a_latency(void **state)
+{
+	(void)state;
+	SKIP_WITHOUT_PROFILER();
+	heist_pool *pool = make_profiled_pool(1, true);
+	struct heist_latency_report rep, part;
+	run_tree(pool, 9, 10);
+	settle(pool, &rep);
+	assert_int_equal(rep.end_to_end.count, tree_tasks(9));
+	assert_int_equal(rep.path_count[HEIST_PATH_INJECTOR], 1);
+	assert_int_equal(rep.path_count[HEIST_PATH_INLINE], tree_tasks(9) - 1);
+	assert_int_equal(rep.steal.count, 0);
+	assert_int_equal(heist_profile_path_report(pool, HEIST_PATH_INLINE, &part), 0);
+	assert_int_equal(part.end_to_end.count, tree_tasks(9) - 1);
+	assert_int_equal(part.dispatch.count, tree_tasks(9) - 1);
+	assert_int_equal(part.exact, 1);
+	check_ordered(&part.dispatch, "inline dispatch");
+	heist_pool_destroy(pool);
+
+	pool = make_profiled_pool(2, true);
+	static struct stolen_child c;
+	c.pool = pool;
+	atomic_store(&c.started, false);
+	atomic_store(&c.runner, -1);
+	assert_int_equal(heist_run(pool, parent_of_a_stolen_child, &c), 0);
+	assert_true(atomic_load(&c.runner) >= 0);	/* a worker, the thief */
+	run_tree(pool, 10, 50);
+	settle(pool, &rep);
+	uint64_t sum = 0;
+	for (int k = 0; k < HEIST_PATHS; k++)
+		sum += rep.path_count[k];
+	assert_int_equal(sum, rep.end_to_end.count);
+	struct path_tally t = {0};
+	assert_int_equal(heist_profile_samples(pool, tally_sample, &t), 0);
+	assert_int_equal(t.bad, 0);
+	for (int k = 0; k < HEIST_PATHS; k++) {
+		assert_int_equal(t.n[k], rep.path_count[k]);
+		assert_int_equal(heist_profile_path_report(pool, (enum heist_dispatch_path)k,
+							   &part), 0);
+		assert_int_equal(part.end_to_end.count, rep.path_count[k]);
+	}
+	assert_true(rep.path_count[HEIST_PATH_STOLEN] >= 1);	/* the child at least */
+	assert_int_equal(rep.steal.count, t.published);
+	assert_true(rep.steal.count >= rep.path_count[HEIST_PATH_STOLEN]);
+	check_ordered(&rep.steal, "steal");
+	uint64_t q[1];
+	const double half = 0.5;
+	assert_int_equal(heist_profile_percentiles(pool, HEIST_LATENCY_STEAL, &half, q, 1), 0);
+	assert_int_equal(q[0], rep.steal.p50);
+	heist_pool_destroy(pool);
+}
+
 /* heist_config.profile_every: one task in N recorded, each by a draw of its own, so
  * the count is near tasks / N (the bounds are 4x either way: this checks the
  * sampling's rate, not its randomness), and nothing else changes: the statistics stay
@@ -627,8 +741,13 @@ null_arguments_are_einval(void **state)
 			 EINVAL);
 	assert_int_equal(heist_profile_percentiles(pool, HEIST_LATENCY_DISPATCH, &q, NULL, 1),
 			 EINVAL);
-	assert_int_equal(heist_profile_percentiles(pool, (enum heist_latency_kind)2, &q, &v, 1),
+	assert_int_equal(heist_profile_percentiles(pool, HEIST_LATENCY_STEAL, &q, &v, 1), 0);
+	assert_int_equal(heist_profile_percentiles(pool, (enum heist_latency_kind)3, &q, &v, 1),
 			 EINVAL);
+	assert_int_equal(heist_profile_path_report(NULL, HEIST_PATH_INLINE, &rep), EINVAL);
+	assert_int_equal(heist_profile_path_report(pool, HEIST_PATH_INLINE, NULL), EINVAL);
+	assert_int_equal(heist_profile_path_report(pool, HEIST_PATHS, &rep), EINVAL);
+	assert_int_equal(heist_profile_path_report(pool, HEIST_PATH_GUEST, &rep), 0);
 	assert_int_equal(heist_profile_samples(NULL, check_sample, NULL), EINVAL);
 	assert_int_equal(heist_profile_samples(pool, NULL, NULL), EINVAL);
 	heist_profile_reset(NULL);	/* a no-op */
@@ -659,6 +778,7 @@ main(void)
 		cmocka_unit_test(clock_calibration_matches_monotonic),
 		cmocka_unit_test(tree_counts_are_exact),
 		cmocka_unit_test(sampling_records_about_one_task_in_n),
+		cmocka_unit_test(paths_add_up_and_steals_have_a_latency),
 		cmocka_unit_test(submitted_counts_are_exact),
 		cmocka_unit_test(samples_are_consistent),
 		cmocka_unit_test(percentiles_agree_with_report),

@@ -545,8 +545,21 @@ run_workload(struct run *r)
 /* ---------------------------------------------------------------------------------- */
 /* Collecting the report                                                              */
 
+/* enum heist_dispatch_path's names, for the table and JSON. */
+static const char *const path_names[HEIST_PATHS] = {"inline", "own", "stolen", "injector",
+						    "helping", "guest"};
+static const char *const path_help[HEIST_PATHS] = {
+	"synced by its parent, or claimed by its waiter",
+	"popped from the runner's own deque",
+	"stolen by an idle worker",
+	"taken from the injector",
+	"run by a thread inside a wait",
+	"run by the guest slot (an outside heist_for_each)",
+};
+
 struct result {
 	struct heist_latency_report rep;
+	struct heist_latency_report path[HEIST_PATHS];	/* by dispatch path */
 	struct heist_stats stats;
 	double stddev_ns[2];	/* dispatch, end-to-end */
 	bool stddev_exact;
@@ -637,6 +650,10 @@ collect(heist_pool *pool, struct result *res)
 	double per_ns = rep->clock.cycles_per_ns;
 	uint64_t count = rep->end_to_end.count;
 
+	for (int k = 0; k < HEIST_PATHS; k++)
+		if ((err = heist_profile_path_report(pool, (enum heist_dispatch_path)k,
+						     &res->path[k])))
+			die_err("heist_profile_path_report", err);
 	res->nticks = make_ticks(count, res->ticks);
 	for (int k = 0; k < 2; k++)
 		if ((err = heist_profile_percentiles(pool, (enum heist_latency_kind)k, res->ticks,
@@ -739,6 +756,58 @@ print_padded(FILE *f, const char *s, int w)
 		fputc(' ', f);
 }
 
+/* The scheduler's own numbers first: dispatch by path, and the steal latency. */
+static void
+print_paths(const struct result *res, bool ns_clock)
+{
+	const struct heist_latency_report *rep = &res->rep;
+	char a[64], p50[96], p99[96], p999[96];
+	printf("How tasks reached their threads (dispatch latency, created -> started, by "
+	       "path):\n");
+	printf("  %-9s %12s  %-10s %-10s %-10s\n", "path", "tasks", "P50", "P99", "P99.9");
+	bool partial = false;
+	for (int k = 0; k < HEIST_PATHS; k++) {
+		const struct heist_latency *d = &res->path[k].dispatch;
+		if (!rep->path_count[k])
+			continue;
+		fmt_count(a, sizeof(a), rep->path_count[k]);
+		if (d->count) {
+			fmt_time(p50, sizeof(p50), d->p50_ns);
+			fmt_time(p99, sizeof(p99), d->p99_ns);
+			fmt_time(p999, sizeof(p999), d->p999_ns);
+		} else {	/* none of them is in the buffers */
+			snprintf(p50, sizeof(p50), "-");
+			snprintf(p99, sizeof(p99), "-");
+			snprintf(p999, sizeof(p999), "-");
+		}
+		printf("  %-9s %12s%s ", path_names[k], a, res->path[k].exact ? " " : "*");
+		print_padded(stdout, p50, 10);
+		putchar(' ');
+		print_padded(stdout, p99, 10);
+		putchar(' ');
+		print_padded(stdout, p999, 10);
+		printf(" %s\n", path_help[k]);
+		partial |= !res->path[k].exact;
+	}
+	if (partial)
+		printf("  * percentiles of the samples kept in the buffers only (the histograms "
+		       "keep no path)\n");
+	const struct heist_latency *s = &rep->steal;
+	if (s->count) {
+		fmt_count(a, sizeof(a), s->count);
+		fmt_time(p50, sizeof(p50), s->p50_ns);
+		fmt_time(p99, sizeof(p99), s->p99_ns);
+		fmt_time(p999, sizeof(p999), s->p999_ns);
+		printf("steal latency (published -> started, %s stolen tasks): P50 %s, P99 %s, "
+		       "P99.9 %s\n", a, p50, p99, p999);
+	} else {
+		printf("steal latency: no task was stolen\n");
+	}
+	(void)ns_clock;
+	printf("\nEvery task, whatever its path (a spawned child's dispatch includes its wait "
+	       "for the parent's heist_sync):\n");
+}
+
 static void
 print_table(const struct run *r, const struct result *res)
 {
@@ -788,6 +857,7 @@ print_table(const struct run *r, const struct result *res)
 		       "max and mean are exact\n", a, b, c);
 	}
 	printf("\n");
+	print_paths(res, ns_clock);
 
 	struct {
 		const char *name;
@@ -867,9 +937,13 @@ json_latency(FILE *f, const char *name, const struct heist_latency *l, double st
 		", \"p999\": %" PRIu64 ", \"p9999\": %" PRIu64 ",\n", name, l->count, l->min,
 		l->max, l->mean, l->p50, l->p90, l->p99, l->p999, l->p9999);
 	fprintf(f, "    \"min_ns\": %.3f, \"max_ns\": %.3f, \"mean_ns\": %.3f, \"p50_ns\": %.3f, "
-		"\"p90_ns\": %.3f, \"p99_ns\": %.3f, \"p999_ns\": %.3f, \"p9999_ns\": %.3f, "
-		"\"stddev_ns\": %.3f}", l->min_ns, l->max_ns, l->mean_ns, l->p50_ns, l->p90_ns,
-		l->p99_ns, l->p999_ns, l->p9999_ns, stddev_ns);
+		"\"p90_ns\": %.3f, \"p99_ns\": %.3f, \"p999_ns\": %.3f, \"p9999_ns\": %.3f, ",
+		l->min_ns, l->max_ns, l->mean_ns, l->p50_ns, l->p90_ns, l->p99_ns, l->p999_ns,
+		l->p9999_ns);
+	if (isnan(stddev_ns))	/* not computed for this distribution */
+		fprintf(f, "\"stddev_ns\": null}");
+	else
+		fprintf(f, "\"stddev_ns\": %.3f}", stddev_ns);
 }
 
 static void
@@ -914,6 +988,18 @@ print_json(const struct run *r, const struct result *res)
 	fprintf(f, ",\n");
 	json_latency(f, "end_to_end", &rep->end_to_end, res->stddev_ns[1]);
 	fprintf(f, ",\n");
+	json_latency(f, "steal", &rep->steal, NAN);
+	fprintf(f, ",\n  \"paths\": {\n");
+	for (int k = 0; k < HEIST_PATHS; k++) {
+		const struct heist_latency_report *pr = &res->path[k];
+		fprintf(f, "  \"%s\": {\"count\": %" PRIu64 ", \"exact\": %s,\n", path_names[k],
+			rep->path_count[k], pr->exact ? "true" : "false");
+		json_latency(f, "dispatch", &pr->dispatch, NAN);
+		fprintf(f, ",\n");
+		json_latency(f, "end_to_end", &pr->end_to_end, NAN);
+		fprintf(f, "}%s\n", k + 1 < HEIST_PATHS ? "," : "");
+	}
+	fprintf(f, "  },\n");
 	fprintf(f, "  \"stats\": {\"workers\": %u, \"executed\": %" PRIu64 ", \"spawned\": %"
 		PRIu64 ", \"stolen\": %" PRIu64 ", \"steal_attempts\": %" PRIu64
 		", \"injector_pops\": %" PRIu64 ", \"sleeps\": %" PRIu64 ", \"wakes\": %" PRIu64

@@ -78,6 +78,20 @@ def check_report(r, tasks):
     if tasks is not None:
         check(r["stats"]["executed"] == tasks,
               f"stats.executed {r['stats']['executed']} != {tasks}")
+    check("steal" in r and "count" in r["steal"], "steal missing")
+    paths = r.get("paths", {})
+    names = ["inline", "own", "stolen", "injector", "helping", "guest"]
+    check(sorted(paths) == sorted(names), f"paths: {sorted(paths)}")
+    total = sum(paths[n]["count"] for n in names)
+    check(total == r["end_to_end"]["count"],
+          f"paths add up to {total}, not {r['end_to_end']['count']}")
+    for n in names:
+        p = paths[n]
+        check(p["dispatch"]["count"] <= p["count"], f"paths.{n}: more kept than counted")
+        if p["exact"]:
+            check(p["dispatch"]["count"] == p["count"], f"paths.{n}: exact but not all kept")
+    check(r["steal"]["count"] <= paths["stolen"]["count"] + paths["helping"]["count"] +
+          paths["guest"]["count"], "more steal latencies than stolen tasks")
     pts = r["percentiles"]
     check(len(pts) > 5 or r["end_to_end"]["count"] < 10, "too few percentile points")
     ps = [p["p"] for p in pts]
@@ -132,6 +146,17 @@ def json_fork_join():
     check(r["stats"]["workers"] == 2, "stats.workers")
     check(r["stats"]["spawned"] == 510, "stats.spawned")
     check(r["exact"] is True and r["samples_dropped"] == 0, "small run not exact")
+
+
+@test
+def table_leads_with_the_paths():
+    p = run("--depth", "8")
+    lines = p.stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("How tasks reached"))
+    table = next(i for i, l in enumerate(lines) if "Percentile" in l)
+    check(at < table, "the path split does not come before the table")
+    check(any(l.startswith("steal latency") for l in lines[at:table]), "no steal latency line")
+    check(any(l.split()[:1] == ["inline"] for l in lines[at:table]), "no inline row")
 
 
 @test

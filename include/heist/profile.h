@@ -48,6 +48,25 @@ struct heist_latency {
 	double p50_ns, p90_ns, p99_ns, p999_ns, p9999_ns;
 };
 
+/**
+ * How a task reached the thread that ran it (heist_profile_path_report). A task synced
+ * or claimed by the thread that waits for it is INLINE whatever thread that is; of the
+ * rest, what the guest slot ran is GUEST, what a thread ran inside a wait (heist_sync
+ * of a stolen child, a future or group wait) is HELPING, and the others say where the
+ * scheduler took them from.
+ * @since 0.1
+ */
+enum heist_dispatch_path {
+	HEIST_PATH_INLINE = 0,	 /**< synced by its parent, or claimed by its waiter */
+	HEIST_PATH_OWN = 1,	 /**< popped from the runner's own deque by its loop (the
+				      rest of an injector batch, a job a task submitted) */
+	HEIST_PATH_STOLEN = 2,	 /**< stolen from another thread's deque by an idle worker */
+	HEIST_PATH_INJECTOR = 3, /**< taken from the injector (submitted from outside) */
+	HEIST_PATH_HELPING = 4,	 /**< run by a thread waiting for another task */
+	HEIST_PATH_GUEST = 5,	 /**< run by the guest slot (an outside heist_for_each) */
+	HEIST_PATHS = 6
+};
+
 /** A profile report: dispatch (start - created) and end-to-end (end - created). */
 struct heist_latency_report {
 	struct heist_latency dispatch;
@@ -61,12 +80,19 @@ struct heist_latency_report {
 	uint64_t sampled_every;	/**< one task in this many was recorded
 				     (heist_config.profile_every); 1: every task.
 				     Counts are of recorded tasks (@since 0.1) */
+	/** Steal latency: for tasks another thread stole (paths STOLEN, and HELPING
+	 * when the helper stole it), from the moment the task became stealable (its
+	 * owner published it) to its start: the scheduler's own delay in getting
+	 * idle work to an idle thread. @since 0.1 */
+	struct heist_latency steal;
+	uint64_t path_count[HEIST_PATHS]; /**< recorded tasks by path (@since 0.1) */
 };
 
 /** Which distribution heist_profile_percentiles reads. */
 enum heist_latency_kind {
 	HEIST_LATENCY_DISPATCH = 0,
-	HEIST_LATENCY_END_TO_END = 1
+	HEIST_LATENCY_END_TO_END = 1,
+	HEIST_LATENCY_STEAL = 2		/**< published -> started, stolen tasks (@since 0.1) */
 };
 
 /** One task as the profiler saw it: counter values, and the thread that ran it. */
@@ -74,6 +100,9 @@ struct heist_profile_sample {
 	uint64_t created, started, ended;
 	unsigned worker;	/**< the runner's heist_thread_index(): a worker below
 				     heist_pool_size(), the guest slot at it, a spare above */
+	unsigned path;		/**< enum heist_dispatch_path (@since 0.1) */
+	uint64_t published;	/**< when it became stealable, for a stolen task; else 0
+				     (@since 0.1) */
 };
 
 /**
@@ -109,6 +138,17 @@ HEIST_EXPORT int heist_profile_worker_report(heist_pool *pool, unsigned index,
  */
 HEIST_EXPORT int heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind,
 					   const double *q, uint64_t *out, size_t n);
+
+/**
+ * The report of the tasks of one path (enum heist_dispatch_path), all threads merged.
+ * Counts are exact; percentiles come from the samples kept in the buffers, so they are
+ * exact (exact = 1) unless samples of that path overflowed into the histograms, which
+ * keep no path (then exact = 0 and they describe the kept samples only).
+ * @returns as heist_profile_report; EINVAL also for a path >= HEIST_PATHS.
+ * @since 0.1
+ */
+HEIST_EXPORT int heist_profile_path_report(heist_pool *pool, enum heist_dispatch_path path,
+					   struct heist_latency_report *out);
 
 /**
  * Call fn(ctx, sample) for every sample still in the buffers, worker by worker, in the
