@@ -83,7 +83,7 @@ heist__pool_slot_init(struct heist_pool *pool, unsigned i)
 	if (heist__deque_init(&w->dq, DEQUE_CAPACITY, pool->hazards, pool->slots_max))
 		return ENOMEM;
 	if (pool->profile) {
-		if (!(w->prof = heist__profile_new())) {
+		if (!(w->prof = heist__profile_new(pool->profile_samples))) {
 			heist__deque_fini(&w->dq);
 			return ENOMEM;
 		}
@@ -196,6 +196,7 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	heist__injector_init(&pool->injector, cfg->injector_limit);
 	pool->profile = HEIST_PROFILER && cfg->profile;
 	pool->profile_mask = profile_mask(cfg->profile_every);
+	pool->profile_samples = heist__profile_capacity(cfg->profile_buffer);
 	pool->on_start = cfg->on_worker_start;
 	pool->on_stop = cfg->on_worker_stop;
 	pool->hook_ctx = cfg->hook_ctx;

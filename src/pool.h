@@ -30,6 +30,7 @@ struct heist_pool {
 	char name[16];
 	bool profile;			/* every worker has a profile buffer */
 	uint32_t profile_mask;		/* record one task in profile_mask + 1 */
+	size_t profile_samples;		/* each thread's sample buffer */
 	void (*on_start)(void *ctx, unsigned index);	/* heist_config's hooks */
 	void (*on_stop)(void *ctx, unsigned index);
 	void *hook_ctx;

@@ -18,7 +18,10 @@
 struct profile;
 
 /* Buffers for one worker, or NULL when out of memory. */
-struct profile *heist__profile_new(void);
+struct profile *heist__profile_new(size_t samples);
+
+/* heist_config.profile_buffer as a sample count per worker (0: the default; capped). */
+size_t heist__profile_capacity(size_t wanted);
 void heist__profile_free(struct profile *p);
 
 /* Sampling (heist_config.profile_every) of jobs: whether the job this thread submits

@@ -25,7 +25,8 @@ enum {
 	SUB = 1 << SUB_BITS,		/* 128 sub-buckets per power of two */
 	LINEAR = 2 * SUB,		/* values below 256: one bucket each */
 	BUCKETS = LINEAR + (64 - SUB_BITS - 1) * SUB,
-	SAMPLES_PER_WORKER = 1 << 18,	/* 6 MiB of raw samples per worker */
+	DEFAULT_SAMPLES = 1 << 18,	/* per worker: 10 MiB of raw samples */
+	MAX_SAMPLES = 1 << 26,		/* heist_config.profile_buffer's bound: 2.5 GiB */
 };
 
 struct latency_acc {
@@ -42,7 +43,8 @@ struct profile {
 	/* Samples [0, len) are complete: the owner stores len with release after
 	 * writing one; readers load it with acquire. */
 	_Atomic size_t len;
-	struct heist_profile_sample samples[SAMPLES_PER_WORKER];
+	size_t cap;			/* samples[] holds this many */
+	struct heist_profile_sample samples[];
 };
 
 /* ---- recording ---- */
@@ -99,12 +101,20 @@ profile_clear(struct profile *p)
 	atomic_store_explicit(&p->len, 0, memory_order_relaxed);
 }
 
-struct profile *
-heist__profile_new(void)
+size_t
+heist__profile_capacity(size_t wanted)
 {
-	struct profile *p = malloc(sizeof(*p));
-	if (p)
+	return wanted == 0 ? DEFAULT_SAMPLES : wanted > MAX_SAMPLES ? MAX_SAMPLES : wanted;
+}
+
+struct profile *
+heist__profile_new(size_t samples)
+{
+	struct profile *p = malloc(sizeof(*p) + samples * sizeof(p->samples[0]));
+	if (p) {
+		p->cap = samples;
 		profile_clear(p);
+	}
 	return p;
 }
 
@@ -128,7 +138,7 @@ heist__profile_record(struct profile *p, unsigned worker, uint64_t created,
 		      uint64_t started, uint64_t ended, const struct heist__run_from *from)
 {
 	size_t n = atomic_load_explicit(&p->len, memory_order_relaxed);
-	if (n == SAMPLES_PER_WORKER) {
+	if (n == p->cap) {
 		counter_add(&p->dropped, 1);
 		counter_add(&p->dropped_path[from->path], 1);
 		acc_add(&p->acc[HEIST_LATENCY_DISPATCH], since(created, started));
@@ -304,11 +314,17 @@ quantile(const struct merged *m, int kind, const uint64_t *sorted, double q)
 	if (sorted)
 		return sorted[rank_of(q, count) - 1];
 	uint64_t want = rank_of(q, count), seen = 0;
+	if (want == 1)
+		return m->min[kind];	/* the smallest value, known exactly */
 	for (unsigned i = 0; i < BUCKETS; i++) {
 		seen += m->hist[kind][i];
 		if (seen >= want) {
+			/* The bucket's top, but never outside the exact min and max (the
+			 * first and last values answer q = 0 and q = 1 exactly). */
 			uint64_t v = bucket_high(i);
-			return v > m->max[kind] ? m->max[kind] : v;
+			if (v > m->max[kind])
+				v = m->max[kind];
+			return v < m->min[kind] ? m->min[kind] : v;
 		}
 	}
 	return m->max[kind];
@@ -352,7 +368,7 @@ report(heist_pool *pool, unsigned first, unsigned last, int path,
 	out->clock = *heist__clock_info();
 	out->samples_kept = m.kept;
 	out->samples_dropped = m.dropped;
-	out->buffer_samples = SAMPLES_PER_WORKER;
+	out->buffer_samples = pool->workers[0].prof->cap;
 	out->sampled_every = (uint64_t)pool->profile_mask + 1;
 	memcpy(out->path_count, m.path_count, sizeof(out->path_count));
 	struct heist_latency *dst[KINDS] = {&out->dispatch, &out->end_to_end, &out->steal};

@@ -296,6 +296,38 @@ paths_add_up_and_steals_have_a_latency(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* heist_config.profile_buffer: the samples each thread keeps; the rest count in the
+ * histograms, and in the path counts, but not in a path's percentiles. */
+static void
+buffer_size_is_the_callers(void **state)
+{
+	(void)state;
+	SKIP_WITHOUT_PROFILER();
+	struct heist_config cfg = {.threads = 1, .profile = true, .profile_buffer = 1000};
+	struct heist_latency_report rep, inl;
+	heist_pool *pool = make_pool_cfg(&cfg);
+	run_tree(pool, 10, 10);
+	settle(pool, &rep);
+	assert_int_equal(rep.buffer_samples, 1000);
+	assert_int_equal(rep.samples_kept, 1000);
+	assert_int_equal(rep.samples_dropped, tree_tasks(10) - 1000);
+	assert_int_equal(rep.end_to_end.count, tree_tasks(10));
+	assert_int_equal(rep.exact, 0);
+	assert_int_equal(rep.path_count[HEIST_PATH_INLINE] + rep.path_count[HEIST_PATH_INJECTOR],
+			 tree_tasks(10));
+	assert_int_equal(heist_profile_path_report(pool, HEIST_PATH_INLINE, &inl), 0);
+	assert_int_equal(inl.exact, 0);
+	assert_true(inl.end_to_end.count <= 1000);
+	check_ordered(&rep.dispatch, "overflowed dispatch");
+	heist_pool_destroy(pool);
+
+	cfg.profile_buffer = 0;
+	pool = make_pool_cfg(&cfg);
+	assert_int_equal(heist_profile_report(pool, &rep), 0);
+	assert_int_equal(rep.buffer_samples, 262144);
+	heist_pool_destroy(pool);
+}
+
 /* heist_config.profile_every: one task in N recorded, each by a draw of its own, so
  * the count is near tasks / N (the bounds are 4x either way: this checks the
  * sampling's rate, not its randomness), and nothing else changes: the statistics stay
@@ -779,6 +811,7 @@ main(void)
 		cmocka_unit_test(tree_counts_are_exact),
 		cmocka_unit_test(sampling_records_about_one_task_in_n),
 		cmocka_unit_test(paths_add_up_and_steals_have_a_latency),
+		cmocka_unit_test(buffer_size_is_the_callers),
 		cmocka_unit_test(submitted_counts_are_exact),
 		cmocka_unit_test(samples_are_consistent),
 		cmocka_unit_test(percentiles_agree_with_report),

@@ -64,6 +64,7 @@ struct options {
 	unsigned depth;
 	uint64_t payload, tasks, loops, repeat;
 	unsigned sample;	/* heist_config.profile_every; 0: every task */
+	uint64_t buffer;	/* heist_config.profile_buffer; 0: the library's default */
 	bool depth_set, payload_set, tasks_set, loops_set;
 	enum heist_pin pin;
 	bool json;
@@ -121,6 +122,9 @@ usage(FILE *f)
 "      --pin POLICY      none, core or pu (heist_config.pin; default none)\n"
 "  -r, --repeat K        run the workload K times; the profile is not reset between\n"
 "                        runs, so the report merges all K (default 1)\n"
+"      --buffer N        samples each worker keeps (default 262,144; at most 2^26,\n"
+"                        40 bytes each): beyond, tasks count only in histograms,\n"
+"                        which keep no path and give percentiles within 1%%\n"
 "      --sample N        record one task in N (rounded up to a power of two;\n"
 "                        heist_config.profile_every): the profiler's own cost drops\n"
 "                        about N-fold; counts are then of the recorded tasks\n"
@@ -181,7 +185,7 @@ lookup(const char *opt, const char *s, const char *const *names, int n)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_PIN = 256, OPT_HGRM, OPT_TRACE, OPT_SAMPLE };
+	enum { OPT_PIN = 256, OPT_HGRM, OPT_TRACE, OPT_SAMPLE, OPT_BUFFER };
 	static const struct option longs[] = {
 		{"workload", required_argument, NULL, 'w'},
 		{"threads", required_argument, NULL, 't'},
@@ -192,6 +196,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{"pin", required_argument, NULL, OPT_PIN},
 		{"repeat", required_argument, NULL, 'r'},
 		{"sample", required_argument, NULL, OPT_SAMPLE},
+		{"buffer", required_argument, NULL, OPT_BUFFER},
 		{"json", no_argument, NULL, 'j'},
 		{"hgrm", required_argument, NULL, OPT_HGRM},
 		{"trace", required_argument, NULL, OPT_TRACE},
@@ -236,6 +241,9 @@ parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_SAMPLE:
 			o->sample = (unsigned)parse_u64("--sample", optarg, 1, 1u << 20);
+			break;
+		case OPT_BUFFER:
+			o->buffer = parse_u64("--buffer", optarg, 1, UINT64_C(1) << 26);
 			break;
 		case 'j':
 			o->json = true;
@@ -1217,7 +1225,7 @@ main(int argc, char **argv)
 	FILE *trace = o.trace ? open_or_die(o.trace) : NULL;
 
 	struct heist_config cfg = {.threads = o.threads, .pin = o.pin, .profile = true,
-				   .profile_every = o.sample};
+				   .profile_every = o.sample, .profile_buffer = o.buffer};
 	heist_pool *pool;
 	int err = heist_pool_create(&pool, &cfg);
 	if (err)

@@ -188,6 +188,18 @@ def sample_records_about_one_task_in_n():
 
 
 @test
+def buffer_sets_the_samples_kept():
+    r = report("--depth", "11", "--threads", "1", "--buffer", "1000")
+    check(r["buffer_samples_per_worker"] == 1000, "buffer_samples_per_worker")
+    check(r["samples_kept"] == 1000, f"samples_kept {r['samples_kept']}, not 1000")
+    check(r["samples_dropped"] == 2 ** 12 - 1 - 1000, "samples_dropped")
+    check(r["exact"] is False, "an overflowed run reported exact")
+    check_report(r, 2 ** 12 - 1)
+    big = report("--depth", "11", "--threads", "1", "--buffer", "5000")
+    check(big["exact"] is True and big["samples_dropped"] == 0, "5000 should keep all")
+
+
+@test
 def submit_workload():
     r = report("--workload", "submit", "--tasks", "2000", "--payload", "50")
     check_report(r, 2000)
@@ -288,7 +300,7 @@ def bad_options_exit_2():
                  ["--workload", "submit", "--tasks", "0"], ["--pin", "sideways"],
                  ["--depth"], ["--depth", "5", "--workload", "submit"],
                  ["--payload", "1x"], ["stray"], ["-x"], ["--sample", "0"],
-                 ["--sample", "2000000"]]:
+                 ["--sample", "2000000"], ["--buffer", "0"], ["--buffer", "x"]]:
         p = run(*args, code=2)
         check(p.stdout == "", f"{args}: output on stdout")
         msg = p.stderr.strip()

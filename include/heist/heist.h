@@ -109,6 +109,10 @@ struct heist_config {
 				     counter read costs 10-25 ns and a task three of them,
 				     so sampling is how a profile of tiny tasks stays
 				     cheap (@since 0.1) */
+	size_t profile_buffer;	/**< with profile: samples each thread keeps in its
+				     buffer (40 bytes each, allocated at pool creation)
+				     before the rest go only into histograms; 0: 262,144;
+				     at most 2^26 (@since 0.1) */
 };
 
 /** heist_config.max_spares: never start a spare thread. */
