@@ -187,17 +187,6 @@ take_injector(struct worker *w)
 	return batch[0];
 }
 
-struct task *
-heist__worker_find_work(struct worker *w)
-{
-	struct task *t = heist__worker_pop(w);
-	if (!t)
-		t = take_injector(w);
-	if (!t)
-		t = heist__steal_round(w);
-	return t;
-}
-
 bool
 heist__pool_work_visible(struct heist_pool *pool)
 {

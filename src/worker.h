@@ -122,10 +122,6 @@ heist__worker_pop(struct worker *w)
 	return heist__deque_pop(&w->dq);
 }
 
-/* A task for a worker that is out of its own: the bottom of its deque, a batch from
- * the injector, or one stolen task. NULL if there is none right now. */
-struct task *heist__worker_find_work(struct worker *w);
-
 /* Anything queued in the injector or public in some deque, without asking owners to
  * publish. Issues a seq_cst fence first (sleep.h's step (2) for a searcher). */
 bool heist__pool_work_visible(struct heist_pool *pool);
