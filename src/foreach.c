@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "pool.h"
+#include "probe.h"
 #include "sleep.h"
 #include "worker.h"
 
@@ -76,8 +77,8 @@ run_grain(struct loop *l, size_t begin, size_t end)
 	return r;
 }
 
-static int
-run_range(void *p)
+int
+heist__foreach_range(void *p)
 {
 	struct range *r = p;
 	struct loop *l = r->loop;
@@ -92,7 +93,7 @@ run_range(void *p)
 		if (left > l->grain && n < MAX_SPLITS && want_split(w)) {
 			size_t mid = b + left / 2;
 			halves[n] = (struct range){l, mid, e};
-			heist_spawn(&tasks[n], run_range, &halves[n]);
+			heist_spawn(&tasks[n], heist__foreach_range, &halves[n]);
 			if (heist__deque_private_count(&w->dq) &&
 			    heist__sleep_has_idle(&w->pool->sleep))
 				heist__worker_publish(w, 0);
@@ -114,7 +115,7 @@ static int
 run_loop(void *p)
 {
 	struct range *r = p;
-	run_range(r);
+	heist__foreach_range(r);
 	return atomic_load_explicit(&r->loop->error, memory_order_relaxed);
 }
 

@@ -129,7 +129,8 @@ sync_slow(struct worker *w, struct task *t)
 			counter_add(&w->stats.executed, 1);
 			mark_synced(t);
 			if (HEIST_PROFILER && unlikely(w->profile)) {
-				const struct heist__run_from inline_sync = {HEIST_PATH_INLINE, 0};
+				const struct heist__run_from inline_sync = {HEIST_PATH_INLINE, -1,
+									    0};
 				return heist__worker_run_profiled(w, t, &inline_sync);
 			}
 			return t->fn(t->arg);

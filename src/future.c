@@ -203,8 +203,8 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 	j->task.result = j->task.fn(j->task.arg);
 	drop_belongings(j);
 	if (timed)
-		heist__profile_record(w->prof, w->index, j->task.created_tsc, started,
-				      heist__tsc_end(), &from);
+		heist__profile_record(w->prof, w->index, HEIST_TASK_SUBMITTED,
+				      j->task.created_tsc, started, heist__tsc_end(), &from);
 	finish(j);
 }
 

@@ -51,15 +51,21 @@ heist__profile_stamp(uint32_t mask)
 }
 
 /* How a task reached the thread that runs it: an enum heist_dispatch_path, and for a
- * stolen task the counter when its owner published it (else 0). */
+ * stolen task the counter when its owner published it and the thread index it was
+ * stolen from (else 0 and -1). */
 struct heist__run_from {
 	unsigned path;
+	int victim;
 	uint64_t published;
 };
 
-/* The owning worker only: one task's timestamps. */
-void heist__profile_record(struct profile *p, unsigned worker, uint64_t created,
-			   uint64_t started, uint64_t ended,
+/* The library's own range tasks (foreach.c, reduce.c), which samples call ranges. */
+int heist__foreach_range(void *range);
+int heist__reduce_half(void *half);
+
+/* The owning worker only: one task's timestamps; kind is an enum heist_task_kind. */
+void heist__profile_record(struct profile *p, unsigned worker, unsigned kind,
+			   uint64_t created, uint64_t started, uint64_t ended,
 			   const struct heist__run_from *from);
 
 #endif

@@ -134,7 +134,7 @@ since(uint64_t from, uint64_t to)
 __thread uint32_t heist__profile_tick __attribute__((tls_model("initial-exec")));
 
 void
-heist__profile_record(struct profile *p, unsigned worker, uint64_t created,
+heist__profile_record(struct profile *p, unsigned worker, unsigned kind, uint64_t created,
 		      uint64_t started, uint64_t ended, const struct heist__run_from *from)
 {
 	size_t n = atomic_load_explicit(&p->len, memory_order_relaxed);
@@ -147,8 +147,10 @@ heist__profile_record(struct profile *p, unsigned worker, uint64_t created,
 			acc_add(&p->acc[HEIST_LATENCY_STEAL], since(from->published, started));
 		return;
 	}
-	p->samples[n] = (struct heist_profile_sample){created, started, ended, worker,
-						      from->path, from->published};
+	p->samples[n] = (struct heist_profile_sample){
+		.created = created, .started = started, .ended = ended, .worker = worker,
+		.path = from->path, .published = from->published, .kind = kind,
+		.victim = from->victim};
 	/* release: the sample is complete before a reader that sees len > n. */
 	atomic_store_explicit(&p->len, n + 1, memory_order_release);
 }
@@ -395,6 +397,12 @@ heist_profile_clock(struct heist_profile_clock *out)
 		return EINVAL;
 	*out = *heist__clock_info();
 	return 0;
+}
+
+HEIST_EXPORT uint64_t
+heist_profile_now(void)
+{
+	return HEIST_PROFILER ? heist__tsc() : 0;
 }
 
 HEIST_EXPORT int

@@ -22,6 +22,8 @@
 
 #include <heist/heist.h>
 
+#include "probe.h"	/* heist__reduce_half: the profiler calls it a range */
+
 enum {
 	AUTO_CHUNKS_PER_WORKER = 16,	/* heist_reduce's automatic grain: n / (16 workers) */
 	DETERMINISTIC_CHUNKS = 64,	/* heist_reduce_deterministic's: n / 64, whatever the pool */
@@ -79,8 +81,8 @@ leaf(struct reduction *red, size_t begin, size_t end, void *acc)
 }
 
 /* The spawned upper half: run it unless its parent claimed it first. */
-static int
-run_half(void *p)
+int
+heist__reduce_half(void *p)
 {
 	struct half *h = p;
 	int open = HALF_OPEN;
@@ -116,7 +118,7 @@ reduce_into(struct reduction *red, size_t begin, size_t end, void *acc)
 			break;
 		}
 		heist_task t;
-		heist_spawn(&t, run_half, &h);
+		heist_spawn(&t, heist__reduce_half, &h);
 		reduce_into(red, begin, mid, acc);
 		int open = HALF_OPEN;
 		bool claimed = !red->deterministic &&

@@ -35,6 +35,7 @@ heist__steal_from(struct worker *w, struct worker *victim)
 		switch (heist__deque_steal(&victim->dq, &t, w->hazard)) {
 		case STEAL_OK:
 			counter_add(&w->stats.stolen, 1);
+			w->stolen_from = victim->index;	/* for heist__worker_took */
 			return t;
 		case STEAL_EMPTY:
 			return NULL;

@@ -157,6 +157,7 @@ help_runner(struct worker *w, const struct awaited *a)
 			if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB) {
 				requeue(w, x);
 			} else {
+				w->stolen_from = runner->index;
 				heist__worker_took(w, HEIST_PATH_HELPING, x, true);
 				heist__worker_run(w, x);
 			}

@@ -83,9 +83,12 @@ heist__worker_run_profiled(struct worker *w, struct task *t,
 	uint64_t created = t->created_tsc;
 	if (!created)
 		return t->fn(t->arg);	/* not sampled */
+	unsigned kind = t->fn == heist__foreach_range || t->fn == heist__reduce_half
+				? HEIST_TASK_RANGE : HEIST_TASK_SPAWNED;
 	uint64_t started = heist__tsc();
 	int r = t->fn(t->arg);
-	heist__profile_record(w->prof, w->index, created, started, heist__tsc_end(), from);
+	heist__profile_record(w->prof, w->index, kind, created, started, heist__tsc_end(),
+			      from);
 	return r;
 }
 

@@ -48,6 +48,7 @@ struct worker {
 	/* The profiler: how the task this thread runs next reached it, set by whoever
 	 * took it (heist__worker_took) and read when the run starts. */
 	struct heist__run_from run_from;
+	unsigned stolen_from;		/* the profiler: the victim of our last steal */
 	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
 	pthread_t thread;
 	const struct victims *victims;	/* whom to steal from (topology.h) */
@@ -93,13 +94,14 @@ int heist__worker_run_profiled(struct worker *w, struct task *t,
 /* For the profiler: the task t that w is about to run came by `path`
  * (enum heist_dispatch_path); if stolen, its owner stamped the moment it published it
  * in its floor (heist__worker_publish), which the thief overwrites only when it
- * starts it. */
+ * starts it, and the steal left the victim's index in w->stolen_from. */
 static inline void
 heist__worker_took(struct worker *w, unsigned path, const struct task *t, bool stolen)
 {
 	if (HEIST_PROFILER && unlikely(w->profile)) {
 		w->run_from.path = path;
 		w->run_from.published = stolen ? (uint64_t)t->floor : 0;
+		w->run_from.victim = stolen ? (int)w->stolen_from : -1;
 	}
 }
 

@@ -219,6 +219,9 @@ parent_of_a_stolen_child(void *arg)
 
 struct path_tally {
 	uint64_t n[HEIST_PATHS], published, bad;
+	unsigned threads;	/* heist_pool_threads: a victim is below */
+	uint64_t kind[3];	/* by enum heist_task_kind */
+	uint64_t mark;		/* heist_profile_now() before the work, or 0 */
 };
 
 static void
@@ -230,13 +233,22 @@ tally_sample(void *ctx, const struct heist_profile_sample *s)
 		return;
 	}
 	t->n[s->path]++;
+	if (s->kind < 3)
+		t->kind[s->kind]++;
+	else
+		t->bad++;
+	t->bad += s->created < t->mark;
 	if (s->published) {
 		t->published++;
-		/* Only a task another thread took from a deque has a publication. */
+		/* Only a task another thread took from a deque has a publication, and
+		 * a victim: another thread of the pool. */
 		t->bad += s->path != HEIST_PATH_STOLEN && s->path != HEIST_PATH_HELPING &&
 			  s->path != HEIST_PATH_GUEST;
+		t->bad += s->victim < 0 || (unsigned)s->victim >= t->threads ||
+			  (unsigned)s->victim == s->worker;
 	} else {
 		t->bad += s->path == HEIST_PATH_STOLEN;
+		t->bad += s->victim != -1;
 	}
 }
 
@@ -276,7 +288,7 @@ paths_add_up_and_steals_have_a_latency(void **state)
 	for (int k = 0; k < HEIST_PATHS; k++)
 		sum += rep.path_count[k];
 	assert_int_equal(sum, rep.end_to_end.count);
-	struct path_tally t = {0};
+	struct path_tally t = {.threads = heist_pool_threads(pool)};
 	assert_int_equal(heist_profile_samples(pool, tally_sample, &t), 0);
 	assert_int_equal(t.bad, 0);
 	for (int k = 0; k < HEIST_PATHS; k++) {
@@ -293,6 +305,53 @@ paths_add_up_and_steals_have_a_latency(void **state)
 	const double half = 0.5;
 	assert_int_equal(heist_profile_percentiles(pool, HEIST_LATENCY_STEAL, &half, q, 1), 0);
 	assert_int_equal(q[0], rep.steal.p50);
+	heist_pool_destroy(pool);
+}
+
+static int
+sum_range(void *arg, size_t begin, size_t end)
+{
+	atomic_uint_fast64_t *sum = arg;
+	for (size_t i = begin; i < end; i++)
+		atomic_fetch_add(sum, i);
+	return 0;
+}
+
+/* Each sample says what the task was (submitted, spawned, a loop's range), and is
+ * created after a heist_profile_now() taken before the work. */
+static void
+samples_name_their_kind_and_follow_a_mark(void **state)
+{
+	(void)state;
+	SKIP_WITHOUT_PROFILER();
+	assert_int_equal(heist_profile_now() == 0, 0);
+	heist_pool *pool = make_profiled_pool(2, true);
+	struct heist_latency_report rep;
+	struct heist_stats st;
+	run_tree(pool, 4, 10);	/* before the mark: reset below forgets it */
+	settle(pool, &rep);
+	assert_int_equal(heist_pool_stats(pool, &st), 0);
+	uint64_t before = st.executed;
+	heist_profile_reset(pool);
+	uint64_t mark = heist_profile_now();
+	heist_future *f;
+	assert_int_equal(heist_submit(pool, ret_int, (void *)42, &f), 0);
+	assert_int_equal(heist_future_wait(f), 42);
+	heist_future_release(f);
+	run_tree(pool, 6, 10);	/* heist_run's root is a job, the rest spawned */
+	atomic_uint_fast64_t sum = 0;
+	assert_int_equal(heist_for_each(pool, 0, 1000, 1, sum_range, &sum), 0);
+	assert_int_equal(atomic_load(&sum), 999 * 1000 / 2);
+	bool ok;
+	POLL(ok, caught_up(pool, &rep, &st, before));
+	assert_true(ok);
+	struct path_tally t = {.threads = heist_pool_threads(pool), .mark = mark};
+	assert_int_equal(heist_profile_samples(pool, tally_sample, &t), 0);
+	assert_int_equal(t.bad, 0);
+	assert_true(t.kind[HEIST_TASK_SUBMITTED] >= 2);	/* the job, the tree's root */
+	assert_int_equal(t.kind[HEIST_TASK_SPAWNED], tree_tasks(6) - 1);
+	assert_true(t.kind[HEIST_TASK_RANGE] >= 1);	/* 1,000 elements, grain 1 */
+	assert_true(heist_profile_now() >= mark);
 	heist_pool_destroy(pool);
 }
 
@@ -811,6 +870,7 @@ main(void)
 		cmocka_unit_test(tree_counts_are_exact),
 		cmocka_unit_test(sampling_records_about_one_task_in_n),
 		cmocka_unit_test(paths_add_up_and_steals_have_a_latency),
+		cmocka_unit_test(samples_name_their_kind_and_follow_a_mark),
 		cmocka_unit_test(buffer_size_is_the_callers),
 		cmocka_unit_test(submitted_counts_are_exact),
 		cmocka_unit_test(samples_are_consistent),

@@ -95,6 +95,15 @@ enum heist_latency_kind {
 	HEIST_LATENCY_STEAL = 2		/**< published -> started, stolen tasks (@since 0.1) */
 };
 
+/** What a task was (heist_profile_sample.kind). @since 0.1 */
+enum heist_task_kind {
+	HEIST_TASK_SPAWNED = 0,	  /**< heist_spawn (heist_join's second task included) */
+	HEIST_TASK_SUBMITTED = 1, /**< a job: heist_submit and its kin, group tasks,
+				       continuations */
+	HEIST_TASK_RANGE = 2	  /**< a piece of a heist_for_each, heist_submit_bulk or
+				       heist_reduce range that the loop split off */
+};
+
 /** One task as the profiler saw it: counter values, and the thread that ran it. */
 struct heist_profile_sample {
 	uint64_t created, started, ended;
@@ -103,6 +112,10 @@ struct heist_profile_sample {
 	unsigned path;		/**< enum heist_dispatch_path (@since 0.1) */
 	uint64_t published;	/**< when it became stealable, for a stolen task; else 0
 				     (@since 0.1) */
+	unsigned kind;		/**< enum heist_task_kind (@since 0.1) */
+	int victim;		/**< for a stolen task (published != 0), the
+				     heist_thread_index() of the deque it was stolen from;
+				     else -1 (@since 0.1) */
 };
 
 /**
@@ -111,6 +124,15 @@ struct heist_profile_sample {
  * @since 0.1
  */
 HEIST_EXPORT int heist_profile_clock(struct heist_profile_clock *out);
+
+/**
+ * The profiler's counter now, in the units of heist_profile_sample's timestamps (see
+ * heist_profile_clock for its rate), for marking phases of a run: a sample created
+ * at or after a mark belongs to what came after it. Any thread; cheap (one counter
+ * read). 0 if the profiler was compiled out.
+ * @since 0.1
+ */
+HEIST_EXPORT uint64_t heist_profile_now(void);
 
 /**
  * Read the pool's profile, all workers merged.
