@@ -38,7 +38,15 @@ w8_serial(struct w8_node *n)
 int
 w8_run(heist_pool *pool, unsigned depth, unsigned payload, struct w8_result *out)
 {
+	return w8_run_until(pool, depth, payload, NULL, out);
+}
+
+int
+w8_run_until(heist_pool *pool, unsigned depth, unsigned payload, const int *stop,
+	     struct w8_result *out)
+{
 	struct w8_node root = w8_root(depth, payload);
+	root.stop = stop;
 	int err = heist_run(pool, w8_tree, &root);
 	*out = root.r;
 	return err;

@@ -45,6 +45,8 @@ struct w8_node {
 	uint64_t index;		/* heap numbering: the root is 0, children 2i+1 and 2i+2 */
 	unsigned level, depth;	/* the root is level 0, the leaves are level depth */
 	unsigned payload;	/* iterations of the loop */
+	const int *stop;	/* NULL, or a flag that, once nonzero, makes every node not
+				   yet visited a leaf that ran nothing (w8_run_until) */
 	struct w8_result r;	/* out */
 };
 
@@ -58,7 +60,7 @@ w8_tasks(unsigned depth)
 static inline struct w8_node
 w8_root(unsigned depth, unsigned payload)
 {
-	struct w8_node root = { 0, 0, depth, payload, { 0, 0 } };
+	struct w8_node root = { 0, 0, depth, payload, NULL, { 0, 0 } };
 	return root;
 }
 
@@ -72,6 +74,12 @@ BENCH_KERNEL uint64_t w8_work(uint64_t index, unsigned payload);
 static inline int
 w8_visit(struct w8_node *n)
 {
+	/* relaxed: the flag orders nothing; a node that misses it runs as usual. */
+	if (n->stop && __atomic_load_n(n->stop, __ATOMIC_RELAXED)) {
+		n->r.tasks = 0;
+		n->r.sum = 0;
+		return 0;
+	}
 	n->r.tasks = 1;
 	n->r.sum = w8_work(n->index, n->payload);
 	return n->level == n->depth ? 0 : 2;
@@ -86,6 +94,7 @@ w8_children(struct w8_node kid[2], const struct w8_node *n)
 		kid[i].level = n->level + 1;
 		kid[i].depth = n->depth;
 		kid[i].payload = n->payload;
+		kid[i].stop = n->stop;
 		kid[i].r.tasks = 0;
 		kid[i].r.sum = 0;
 	}
@@ -111,6 +120,12 @@ void w8_serial(struct w8_node *n);
  * and fill *out with its answer. Returns heist_run's value: 0, or an errno code.
  * The caller compares out->tasks with w8_tasks(depth). */
 int w8_run(struct heist_pool *pool, unsigned depth, unsigned payload, struct w8_result *out);
+
+/* w8_run that stops early once *stop (read with relaxed atomic loads) is nonzero: the
+ * nodes not visited by then run nothing and count nothing, so out->tasks says how many
+ * ran (heist-latency's Ctrl-C). */
+int w8_run_until(struct heist_pool *pool, unsigned depth, unsigned payload, const int *stop,
+		 struct w8_result *out);
 
 /* The right answer, by a loop over the node indices: cheaper than a tree but still
  * every node's payload, so call it before any clock. */

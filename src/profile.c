@@ -25,8 +25,8 @@ enum {
 	SUB = 1 << SUB_BITS,		/* 128 sub-buckets per power of two */
 	LINEAR = 2 * SUB,		/* values below 256: one bucket each */
 	BUCKETS = LINEAR + (64 - SUB_BITS - 1) * SUB,
-	DEFAULT_SAMPLES = 1 << 18,	/* per worker: 10 MiB of raw samples */
-	MAX_SAMPLES = 1 << 26,		/* heist_config.profile_buffer's bound: 2.5 GiB */
+	DEFAULT_SAMPLES = 1 << 18,	/* per worker: 12 MiB of raw samples */
+	MAX_SAMPLES = 1 << 26,		/* heist_config.profile_buffer's bound: 3 GiB */
 };
 
 struct latency_acc {

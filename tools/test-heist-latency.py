@@ -7,12 +7,16 @@ report (keys, exact task counts, ordered percentiles), the .hgrm files (HdrHisto
 columns and footer), the trace (valid trace-event JSON, one complete event per task),
 the submit and for-each workloads, --repeat, the table, --help, --version, that the
 manual page describes every option of --help, and that bad options exit 2 with a
-one-line message. Exits 77 (meson's "skipped") when heist was
+one-line message. Then the scheduler's own numbers: per-path counts that add up, a
+steal latency and trace flow arrows when a steal is forced (--force-steal), per-repeat
+and per-thread JSON, --warmup, the open loop's achieved rate at a modest target, the
+long-run warning and the report printed after SIGINT. Exits 77 (meson's "skipped") when heist was
 built with -Dprofiler=false. Timings are printed by the tool but never checked.
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,7 +57,8 @@ def report(*args):
 def check_report(r, tasks):
     for key in ["tool", "version", "workload", "parameters", "clock", "exact",
                 "samples_kept", "samples_dropped", "dispatch", "end_to_end", "stats",
-                "wall_ns", "percentiles"]:
+                "wall_ns", "percentiles", "interrupted", "repeats_done", "per_repeat",
+                "threads", "path_percentiles", "steal", "paths", "sampled_every"]:
         check(key in r, f"key {key} missing")
     for key in ["name", "cycles_per_ns", "invariant", "calibration"]:
         check(key in r["clock"], f"clock.{key} missing")
@@ -92,6 +97,36 @@ def check_report(r, tasks):
             check(p["dispatch"]["count"] == p["count"], f"paths.{n}: exact but not all kept")
     check(r["steal"]["count"] <= paths["stolen"]["count"] + paths["helping"]["count"] +
           paths["guest"]["count"], "more steal latencies than stolen tasks")
+    check(paths["stolen"]["count"] <= r["stats"]["stolen"],
+          "more stolen tasks in the profile than in the statistics")
+    # the threads: every index of the pool once, their counts add up to the totals
+    threads = r["threads"]
+    check([t["index"] for t in threads] == list(range(len(threads))), "thread indices")
+    check(len(threads) > r["stats"]["workers"], "no guest slot among the threads")
+    for t in threads:
+        want = ("worker" if t["index"] < r["stats"]["workers"] else
+                "guest" if t["index"] == r["stats"]["workers"] else "spare")
+        check(t["role"] == want, f"thread {t['index']} is a {t['role']}, not a {want}")
+        check(("placement" in t) == (want == "worker"), "placement only for workers")
+    # (not steal_attempts: idle workers go on searching between the two reads)
+    for key in ["executed", "stolen", "injector_pops"]:
+        check(sum(t[key] for t in threads) == r["stats"][key], f"threads' {key} sum")
+    # each repeat's percentiles; their counts add up when every sample was kept
+    reps = r["per_repeat"]
+    check(len(reps) == r["repeats_done"] == len(r["repeat_wall_ns"]), "per_repeat length")
+    for i, rep in enumerate(reps):
+        check(rep["repeat"] == i + 1, "per_repeat numbering")
+        for kind in ["dispatch", "end_to_end"]:
+            v = [rep[kind][f] for f in ["min_ns", "p50_ns", "p90_ns", "p99_ns",
+                                        "p999_ns", "p9999_ns", "max_ns"]]
+            check(v == sorted(v), f"per_repeat {i + 1} {kind} out of order: {v}")
+    if r["exact"] and not r["interrupted"]:
+        check(sum(rep["dispatch"]["count"] for rep in reps) == r["dispatch"]["count"],
+              "per-repeat counts do not add up")
+    for name, pts in r["path_percentiles"].items():
+        check(paths[name]["dispatch"]["count"] > 0, f"path_percentiles.{name}: no tasks")
+        v = [p["dispatch_ns"] for p in pts]
+        check(v == sorted(v) and pts[-1]["p"] == 1, f"path_percentiles.{name}")
     pts = r["percentiles"]
     check(len(pts) > 5 or r["end_to_end"]["count"] < 10, "too few percentile points")
     ps = [p["p"] for p in pts]
@@ -170,6 +205,97 @@ def repeat_merges():
     check_report(r, 3 * 63)
     check(len(r["repeat_wall_ns"]) == 3, "repeat_wall_ns")
     check(r["wall_ns"] == sum(r["repeat_wall_ns"]), "wall_ns is not the sum")
+    check([p["dispatch"]["count"] for p in r["per_repeat"]] == [63] * 3,
+          "each repeat has its own 63 tasks")
+
+
+@test
+def warmup_is_not_recorded():
+    r = report("--depth", "6", "--warmup", "2", "--repeat", "2")
+    check_report(r, 2 * 127)  # the statistics too: the warm-up's are taken off
+    check(r["parameters"]["warmup"] == 2, "parameters.warmup")
+    check(r["stats"]["spawned"] == 2 * 126, "stats.spawned counts the warm-up")
+
+
+@test
+def forced_steal_has_a_steal_latency_and_a_flow_arrow():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        r = report("--depth", "7", "--threads", "2", "--force-steal", "--trace", path)
+        check_report(r, 2 ** 8 - 1 + 1)  # the tree, and the no-op job that publishes
+        check(r["paths"]["stolen"]["count"] + r["paths"]["helping"]["count"] >= 1,
+              "no task was stolen with --force-steal")
+        s = r["steal"]
+        check(s["count"] >= 1, "no steal latency with a forced steal")
+        check(0 <= s["min_ns"] <= s["p50_ns"] <= s["p99_ns"] <= s["max_ns"],
+              "steal latency out of order")
+        ev = json.load(open(path))["traceEvents"]
+        names = {e["tid"]: e["args"]["name"] for e in ev
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        check(names.get(2, "").startswith("guest"), f"guest track not named: {names}")
+        x = [e for e in ev if e["ph"] == "X"]
+        check({e["name"] for e in x} <= {"spawned", "submitted", "for-each range",
+                                         "guest spawned", "guest submitted",
+                                         "guest for-each range"},
+              f"event names {sorted({e['name'] for e in x})}")
+        check(sum(e["name"] == "submitted" for e in x) == 2, "the root and the no-op")
+        stolen = [e for e in x if "victim" in e["args"]]
+        check(len(stolen) == s["count"], "stolen events != steal latencies")
+        starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+        ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+        check(len(starts) == len(ends) == len(stolen) >= 1, "flow events do not pair up")
+        for i, f in ends.items():
+            s0 = starts.get(i)
+            check(s0 is not None, f"flow {i} has no start")
+            check(f["bp"] == "e" and s0["cat"] == f["cat"] == "steal", "flow fields")
+            check(s0["tid"] != f["tid"], "a flow from a track to itself")
+            check(s0["tid"] in names and f["tid"] in names, "a flow to an unnamed track")
+            check(s0["ts"] <= f["ts"], "a flow that goes back in time")
+        for e in stolen:  # the arrow ends where the stolen task starts
+            check(any(f["tid"] == e["tid"] and f["ts"] == e["ts"] for f in ends.values()),
+                  "no flow ends at a stolen task")
+
+
+@test
+def open_loop_meets_a_modest_rate():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "lat.hgrm")
+        r = report("--workload", "submit", "--rate", "2000", "--duration", "0.5",
+                   "--payload", "100", "--producers", "2", "--hgrm", path)
+        check_report(r, 1000)
+        o = r["open_loop"]
+        check(o["tasks_per_repeat"] == 1000 and o["submitted"] == 1000, "open_loop counts")
+        check(abs(o["submit_rate"] - 2000) <= 200, f"submitted at {o['submit_rate']}/s")
+        check(abs(o["complete_rate"] - 2000) <= 200, f"completed at {o['complete_rate']}/s")
+        check(o["target_met"] is True, "target_met")
+        for kind in ["due_to_submitted", "due_to_started", "due_to_finished"]:
+            v = [o[kind][f] for f in ["min_ns", "p50_ns", "p99_ns", "max_ns"]]
+            check(o[kind]["count"] == 1000 and v == sorted(v), f"open_loop.{kind}")
+        check(o["due_to_submitted"]["p50_ns"] <= o["due_to_started"]["p50_ns"] <=
+              o["due_to_finished"]["p50_ns"], "due -> submitted/started/finished order")
+        for infix in ["due-started", "due-finished", "dispatch-injector"]:
+            f = os.path.join(d, f"lat.{infix}.hgrm")
+            check(os.path.exists(f), f"{f} not written")
+        table = run("--workload", "submit", "--rate", "2000", "--duration", "0.2").stdout
+        check("Open loop" in table and "due -> started" in table, "no open-loop table")
+
+
+@test
+def sigint_prints_the_report():
+    p = subprocess.Popen([TOOL, "--json", "--depth", "30"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = p.stderr.readline()  # the long-run warning comes before the run
+    check("will take about" in first and "Ctrl-C" in first, f"no warning: {first!r}")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    check(p.returncode == 130, f"exit {p.returncode} after SIGINT, not 130: {err}")
+    r = json.loads(out)
+    check_report(r, None)
+    check(r["interrupted"] is True and r["expected_tasks"] is None, "interrupted")
+    n = r["end_to_end"]["count"]
+    check(n >= 1 and n == r["stats"]["executed"], f"{n} samples, "
+          f"{r['stats']['executed']} executed")
+    check("stopped by Ctrl-C" in err, "no message on stderr")
 
 
 @test
@@ -271,7 +397,8 @@ def trace():
         check(all(e["ts"] >= 0 and e["dur"] >= 0 for e in x), "negative ts or dur")
         names = {e["tid"]: e["args"]["name"] for e in ev
                  if e["ph"] == "M" and e["name"] == "thread_name"}
-        check(names == {0: "heist-0", 1: "heist-1"}, f"thread names {names}")
+        check(names == {0: "heist-0", 1: "heist-1", 2: "guest (outside heist_for_each)"},
+              f"thread names {names}")
         check(t["otherData"]["samples_dropped"] == 0, "samples dropped")
 
 
@@ -300,7 +427,13 @@ def bad_options_exit_2():
                  ["--workload", "submit", "--tasks", "0"], ["--pin", "sideways"],
                  ["--depth"], ["--depth", "5", "--workload", "submit"],
                  ["--payload", "1x"], ["stray"], ["-x"], ["--sample", "0"],
-                 ["--sample", "2000000"], ["--buffer", "0"], ["--buffer", "x"]]:
+                 ["--sample", "2000000"], ["--buffer", "0"], ["--buffer", "x"],
+                 ["--rate", "0", "-w", "submit"], ["--rate", "x", "-w", "submit"],
+                 ["--rate", "100"], ["-w", "submit", "--producers", "2"],
+                 ["-w", "submit", "--rate", "10", "--duration", "0"],
+                 ["-w", "submit", "--rate", "10", "--tasks", "5"], ["--warmup", "x"],
+                 ["--force-steal", "-w", "submit"], ["--force-steal", "-d", "0"],
+                 ["--spin", "-1"], ["--injector-limit", "x"]]:
         p = run(*args, code=2)
         check(p.stdout == "", f"{args}: output on stdout")
         msg = p.stderr.strip()

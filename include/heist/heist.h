@@ -110,7 +110,7 @@ struct heist_config {
 				     so sampling is how a profile of tiny tasks stays
 				     cheap (@since 0.1) */
 	size_t profile_buffer;	/**< with profile: samples each thread keeps in its
-				     buffer (40 bytes each, allocated at pool creation)
+				     buffer (48 bytes each, allocated at pool creation)
 				     before the rest go only into histograms; 0: 262,144;
 				     at most 2^26 (@since 0.1) */
 };
