@@ -35,6 +35,7 @@ heist__sleep_init(struct sleep *s, unsigned n)
 		atomic_init(&s->sleepers[i].word, AWAKE);
 	atomic_init(&s->state, 0);
 	s->nidle = 0;
+	s->lent = -1;
 	s->n = n;
 	return 0;
 }
@@ -83,10 +84,16 @@ heist__sleep_prepare(struct sleep *s, unsigned i)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
-void
+bool
 heist__sleep_cancel(struct sleep *s, unsigned i)
 {
 	pthread_mutex_lock(&s->lock);
+	if (s->lent == (int)i) {
+		/* The guest holds our place: we sleep until it gives it back, and
+		 * the work we saw is its to share, or the others'. */
+		pthread_mutex_unlock(&s->lock);
+		return false;
+	}
 	/* relaxed under the lock: wakers change the word only while holding it. */
 	if (atomic_load_explicit(&s->sleepers[i].word, memory_order_relaxed) == SLEEPING) {
 		for (unsigned k = 0; k < s->nidle; k++) {
@@ -100,6 +107,35 @@ heist__sleep_cancel(struct sleep *s, unsigned i)
 					  memory_order_seq_cst);
 	}
 	/* else a waker already took us off the stack and counted us as a searcher. */
+	pthread_mutex_unlock(&s->lock);
+	return true;
+}
+
+bool
+heist__sleep_lend(struct sleep *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool ok = s->nidle && s->lent < 0;
+	if (ok) {
+		s->lent = (int)s->idle[--s->nidle];
+		/* seq_cst: from now on no notifier counts it as a sleeper to wake (it
+		 * stays SLEEPING in its word, so heist__sleep_wait keeps it asleep). */
+		atomic_fetch_sub_explicit(&s->state, ONE_SLEEPER, memory_order_seq_cst);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+void
+heist__sleep_return(struct sleep *s)
+{
+	pthread_mutex_lock(&s->lock);
+	assert(s->lent >= 0);
+	s->idle[s->nidle++] = (unsigned)s->lent;
+	s->lent = -1;
+	/* seq_cst: step (1) of sleep.h on the sleeper's behalf; the caller's look for
+	 * work (a seq_cst fence, then the queues) is its step (2). */
+	atomic_fetch_add_explicit(&s->state, ONE_SLEEPER, memory_order_seq_cst);
 	pthread_mutex_unlock(&s->lock);
 }
 

@@ -31,9 +31,11 @@ struct sleep {
 	 * that makes work available; written when workers start or stop searching. */
 	CACHE_ALIGNED _Atomic uint64_t state;
 
-	CACHE_ALIGNED pthread_mutex_t lock;	/* guards idle[] and nidle */
+	CACHE_ALIGNED pthread_mutex_t lock;	/* guards idle[], nidle and lent */
 	unsigned *idle;				/* indices of sleeping workers */
 	unsigned nidle;
+	int lent;				/* the sleeper whose place the guest holds
+						   (heist__sleep_lend), or -1 */
 	unsigned n;
 	struct sleeper *sleepers;		/* one per worker */
 };
@@ -53,9 +55,11 @@ void heist__sleep_start_search(struct sleep *s);
 bool heist__sleep_stop_search(struct sleep *s);
 
 /* Step (1): worker i leaves the searchers for the sleepers. The caller then looks
- * for work and calls heist__sleep_cancel if it finds some, else heist__sleep_wait. */
+ * for work and calls heist__sleep_cancel if it finds some, else heist__sleep_wait.
+ * Cancel returns false if the worker must sleep anyway: the guest took its place
+ * meanwhile (heist__sleep_lend). */
 void heist__sleep_prepare(struct sleep *s, unsigned i);
-void heist__sleep_cancel(struct sleep *s, unsigned i);
+bool heist__sleep_cancel(struct sleep *s, unsigned i);
 /* Sleeps until woken; returns a searcher. */
 void heist__sleep_wait(struct sleep *s, unsigned i);
 
@@ -78,6 +82,17 @@ heist__sleep_has_idle(struct sleep *s)
 {
 	return atomic_load_explicit(&s->state, memory_order_relaxed) != 0;
 }
+
+/* Thread accounting (heist.h, heist_for_each): an outside caller that works in the
+ * guest slot takes the place of a sleeping worker, which stays asleep, off the idle
+ * stack and out of the sleeper count, so no notifier wakes it, until the guest gives
+ * the place back. So the pool never runs more threads than it has workers, and a
+ * series of outside loops costs no wake-up: the lent worker simply sleeps through
+ * them. Lend returns false when no worker sleeps (or the place is lent already).
+ * After heist__sleep_return the worker is a sleeper again; the caller then looks for
+ * work, as a sleeper would have (step (2)), and wakes one if it finds some. */
+bool heist__sleep_lend(struct sleep *s);
+void heist__sleep_return(struct sleep *s);
 
 /* Wake every sleeper (shutdown). */
 void heist__sleep_wake_all(struct sleep *s);

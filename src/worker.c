@@ -283,8 +283,7 @@ next_task(struct worker *w)
 			heist__backoff_long(round, pool->spin / 2);
 		}
 		heist__sleep_prepare(&pool->sleep, w->index);
-		if (work_visible(pool)) {
-			heist__sleep_cancel(&pool->sleep, w->index);
+		if (work_visible(pool) && heist__sleep_cancel(&pool->sleep, w->index)) {
 			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
@@ -361,6 +360,14 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 		heist__pool_leave(pool, epoch, 1);
 		return false;
 	}
+	/* The guest takes a sleeping worker's place, so that at most pool->n threads
+	 * of the pool run; with every worker awake, the caller waits in heist_run
+	 * instead. release: pairs with the next guest's acquire CAS, as in leave. */
+	if (!heist__sleep_lend(&pool->sleep)) {
+		atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
+		heist__pool_leave(pool, epoch, 1);
+		return false;
+	}
 	pool->workers[pool->n].cur_epoch = epoch;
 	heist__set_current(&pool->workers[pool->n]);
 	return true;
@@ -372,6 +379,12 @@ heist__worker_guest_leave(struct heist_pool *pool)
 	struct worker *g = &pool->workers[pool->n];
 	heist__worker_flush_done(g);
 	heist__set_current(NULL);
+	/* The place back to its sleeper; if work came meanwhile that nobody took,
+	 * wake one (the look is the sleeper's step (2), sleep.h). Before the slot is
+	 * free and the job leaves: the pool stays alive until then. */
+	heist__sleep_return(&pool->sleep);
+	if (heist__pool_work_visible(pool))
+		heist__sleep_notify(&pool->sleep);
 	/* release: pairs with the next guest's acquire CAS. Before the last leave:
 	 * once live may reach 0, destroy may free the pool. */
 	unsigned epoch = g->cur_epoch;	/* ours until we free the slot */

@@ -68,6 +68,27 @@ check_pool_works(heist_pool *pool)
 	}
 }
 
+static bool
+all_workers_parked(const heist_pool *pool)
+{
+	for (unsigned i = 0; i < heist_pool_size(pool); i++) {
+		struct heist_worker_stats s;
+		assert_int_equal(heist_pool_worker_stats(pool, i, &s), 0);
+		if (s.sleeps == s.wakes)
+			return false;
+	}
+	return true;
+}
+
+void
+wait_until_parked(const heist_pool *pool)
+{
+	bool ok;
+	POLL(ok, all_workers_parked(pool));
+	if (!ok)
+		fail_msg("the pool's workers never went to sleep");
+}
+
 int
 count_task(void *arg)
 {

@@ -1127,10 +1127,60 @@ nested_failure_is_returned_by_the_outer_loop(void **state)
 	}
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* Thread accounting: an outside caller takes a parked worker's place (heist.h).      */
+
+struct crowd {
+	const heist_pool *pool;
+	atomic_int inside, most;	/* bodies running now, and at most */
+	atomic_int guest_bodies;	/* bodies the caller ran in the guest slot */
+};
+
+static int
+crowd_body(void *arg, size_t begin, size_t end)
+{
+	struct crowd *c = arg;
+	if (thread_role(c->pool) == ROLE_GUEST)
+		atomic_fetch_add(&c->guest_bodies, 1);
+	for (size_t i = begin; i < end; i++) {
+		int now = atomic_fetch_add(&c->inside, 1) + 1;
+		int most = atomic_load(&c->most);
+		while (now > most && !atomic_compare_exchange_weak(&c->most, &most, now))
+			;
+		/* The gate: stay inside a while, so that every thread the pool lets run
+		 * is in a body at once. */
+		nap(200 * 1000);
+		atomic_fetch_sub(&c->inside, 1);
+	}
+	return 0;
+}
+
+/* A pool of N never runs more than N of its threads at once while an outside caller
+ * works in its guest slot: the caller runs bodies, and with it at most N - 1 workers. */
+static void
+outside_loop_never_runs_more_threads_than_the_pool_has(void **state)
+{
+	(void)state;
+	for (unsigned n = 1; n <= 3; n++) {
+		heist_pool *pool = make_pool(n);
+		for (int round = 0; round < 3; round++) {
+			wait_until_parked(pool);
+			struct crowd c = {.pool = pool};
+			assert_int_equal(heist_for_each(pool, 0, 6 * n, 1, crowd_body, &c), 0);
+			assert_true(atomic_load(&c.guest_bodies) >= 1);	/* it took part */
+			if (atomic_load(&c.most) > (int)n)
+				fail_msg("%d bodies ran at once in a pool of %u", atomic_load(&c.most),
+					 n);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(outside_loop_never_runs_more_threads_than_the_pool_has),
 		cmocka_unit_test(empty_range_never_calls_body_and_returns_zero),
 		cmocka_unit_test(tiny_ranges_visit_each_index_once),
 		cmocka_unit_test(odd_large_range_visits_each_index_once_from_outside),

@@ -77,7 +77,13 @@ enum heist_pin {
 struct heist_config {
 	unsigned threads;	/**< workers; 0: one per core the process may run on (with
 				     hwloc; without it, one per CPU of its affinity
-				     mask: see docs/topology.md); at most HEIST_MAX_THREADS */
+				     mask: see docs/topology.md); at most HEIST_MAX_THREADS.
+				     Also the most threads of the pool that run tasks at
+				     once: an outside caller of heist_for_each (or
+				     heist_reduce) that takes part does so in the place
+				     of a sleeping worker, which sleeps until it leaves
+				     (spare threads stand in only for workers parked in
+				     waits) */
 	enum heist_pin pin;	/**< HEIST_PIN_NONE (0), HEIST_PIN_CORE, HEIST_PIN_PU */
 	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
 				     many outside submissions are queued */
@@ -449,8 +455,13 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
  * size. The calling thread takes part: from outside the pool
  * it occupies the pool's guest slot for the call (a worker record without a thread of
  * its own), runs sub-ranges itself and lets the workers steal the rest; in those
- * bodies heist_worker_index() is -1. One outside caller at a time has the slot;
- * others, and worker threads of other pools, enter as heist_run does and wait. The
+ * bodies heist_worker_index() is -1. It takes the place of a sleeping worker, which
+ * sleeps on until the call returns, so that the pool never runs more than `threads`
+ * threads (and a series of outside loops wakes nobody for the place): with the caller
+ * inside, at most threads - 1 workers run. When no worker sleeps (all are busy, or
+ * still searching right after other work), the caller enters as heist_run does and
+ * waits. One outside caller at a time has the slot; others, and worker threads of
+ * other pools, enter as heist_run does and wait. The
  * first nonzero body result stops the sub-ranges not yet started,
  * waits for those running, and is returned; no body runs after the call returns.
  * @returns 0; the first nonzero body result; EINVAL if pool or body is NULL or
@@ -496,8 +507,9 @@ typedef void (*heist_combine_fn)(void *arg, void *into, const void *from);
  * floating-point result may differ in its last bits from run to run (use
  * heist_reduce_deterministic for that). Runs where heist_for_each would: in place
  * on a worker of the pool, so it nests inside tasks, loops and other reductions; an
- * outside caller takes part in the pool's guest slot (or, if that is taken, enters
- * as heist_run does and waits). The first nonzero body result stops the
+ * outside caller takes part in the pool's guest slot, in a sleeping worker's place
+ * (or, if the slot is taken or no worker sleeps, enters as heist_run does and
+ * waits). The first nonzero body result stops the
  * sub-ranges not yet started, waits for those running, and is returned.
  * *result is written only when the call returns 0; it may be identity itself.
  * @returns 0; the first nonzero body result; EINVAL if pool, result, body or combine
