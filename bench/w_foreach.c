@@ -156,6 +156,7 @@ static const struct bench_impl impls[] = {
 	  .note = "reps in one heist_run: caller is a worker, for_each forks in place" },
 	{ "heist-outside", THREADS, POOL_HEIST, .run = run_heist_outside,
 	  .note = "main thread calls heist_for_each per rep: enters the pool each time" },
+	{ "heist-pin", THREADS, POOL_HEIST_PIN, .run = run_heist_outside },
 	{ "heist-nested", THREADS, POOL_HEIST, .run = run_heist_nested, .when = first_size },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer,
 	  .note = "a parallel region per rep, each thread its static share" },
@@ -207,6 +208,7 @@ figures(struct bench_set *s)
 		row_note(vn->row, "per rep: for_each over %d blocks, each a for_each of %zu",
 			 NEST_BLOCKS, f->n / NEST_BLOCKS);
 	}
+	bench_pin_note(s);
 }
 
 const struct bench_workload w4_for_each = {

@@ -77,6 +77,7 @@ static const struct bench_impl impls[] = {
 	{ "serial", 1, POOL_NONE, .run = run_serial },
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist,
 	  .note = "for_each over rows from the main thread, auto grain" },
+	{ "heist-pin", THREADS, POOL_HEIST_PIN, .run = run_heist },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
 };
@@ -138,6 +139,7 @@ figures(struct bench_set *s)
 		row_metric(vh->row, "ratio_to_best_peer", x, "t/%s %.2f (target <= 1.00: %s)",
 			   best_name, x, x <= 1.0 ? "met" : "MISSED");
 	}
+	bench_pin_note(s);
 }
 
 const struct bench_workload w7_matmul = {

@@ -125,6 +125,7 @@ static const struct bench_impl impls[] = {
 	  .note = "heist_reduce_deterministic, reps in one heist_run" },
 	{ "heist-outside", THREADS, POOL_HEIST, .run = run_heist_outside,
 	  .note = "heist_reduce from the main thread per rep" },
+	{ "heist-pin", THREADS, POOL_HEIST_PIN, .run = run_heist_outside },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer,
 	  .note = "reduction(+:) over a parallel region, static shares" },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer,
@@ -167,6 +168,7 @@ figures(struct bench_set *s)
 		row_metric(vh->row, "ratio_to_omp", x, "t/omp %.2f (target <= 1.00: %s)", x,
 			   x <= 1.00 ? "met" : "MISSED");
 	}
+	bench_pin_note(s);
 }
 
 const struct bench_workload w_reduce = {

@@ -84,7 +84,13 @@ struct heist_config {
 				     of a sleeping worker, which sleeps until it leaves
 				     (spare threads stand in only for workers parked in
 				     waits) */
-	enum heist_pin pin;	/**< HEIST_PIN_NONE (0), HEIST_PIN_CORE, HEIST_PIN_PU */
+	enum heist_pin pin;	/**< HEIST_PIN_NONE (0, the default), HEIST_PIN_CORE,
+				     HEIST_PIN_PU. Not pinned by default: measured on 2
+				     cores, pinning changed fork-join by 0-7% and made
+				     loops called from outside up to 20% slower (the
+				     unpinned caller shares a pinned worker's core), and
+				     a pinned pool cannot move away from other processes
+				     or a shrinking cgroup (docs/benchmarks.md) */
 	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
 				     many outside submissions are queued */
 	unsigned spin;		/**< idle steal rounds before a worker sleeps; 0: default
