@@ -36,6 +36,9 @@ heist__sleep_init(struct sleep *s, unsigned n)
 	atomic_init(&s->state, 0);
 	s->nidle = 0;
 	s->lent = -1;
+	s->owed = false;
+	s->given = false;
+	atomic_init(&s->lent_out, false);
 	s->n = n;
 	return 0;
 }
@@ -68,6 +71,21 @@ heist__sleep_stop_search(struct sleep *s)
 	return (old >> 32) == 1 && (uint32_t)old != 0;
 }
 
+/* Under the lock: worker i gives the guest the place it is owed, and sleeps as the
+ * lent one (SLEEPING, off the stack, not counted). */
+static bool
+give_place(struct sleep *s, unsigned i)
+{
+	if (!s->owed || s->lent >= 0)
+		return false;
+	s->owed = false;
+	s->given = true;
+	s->lent = (int)i;
+	atomic_store_explicit(&s->lent_out, true, memory_order_relaxed);
+	atomic_store_explicit(&s->sleepers[i].word, SLEEPING, memory_order_relaxed);
+	return true;
+}
+
 void
 heist__sleep_prepare(struct sleep *s, unsigned i)
 {
@@ -75,22 +93,40 @@ heist__sleep_prepare(struct sleep *s, unsigned i)
 	/* A worker sleeps once at a time, and only after searching. */
 	assert(atomic_load_explicit(&s->sleepers[i].word, memory_order_relaxed) == AWAKE);
 	assert((atomic_load_explicit(&s->state, memory_order_relaxed) >> 32) > 0);
-	atomic_store_explicit(&s->sleepers[i].word, SLEEPING, memory_order_relaxed);
-	s->idle[s->nidle++] = i;
+	uint64_t change = ONE_SLEEPER - ONE_SEARCHER;
+	if (give_place(s, i)) {
+		change = -ONE_SEARCHER;	/* lent: neither searcher nor sleeper */
+	} else {
+		atomic_store_explicit(&s->sleepers[i].word, SLEEPING, memory_order_relaxed);
+		s->idle[s->nidle++] = i;
+	}
 	/* seq_cst: step (1) of sleep.h; the fence is step (2)'s, before the caller's
 	 * last look at the queues. */
-	atomic_fetch_add_explicit(&s->state, ONE_SLEEPER - ONE_SEARCHER, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&s->state, change, memory_order_seq_cst);
 	pthread_mutex_unlock(&s->lock);
 	atomic_thread_fence(memory_order_seq_cst);
 }
+
 
 bool
 heist__sleep_cancel(struct sleep *s, unsigned i)
 {
 	pthread_mutex_lock(&s->lock);
+	if (s->lent == (int)i && s->given) {
+		/* We gave the place in prepare and saw work: take it back, owed
+		 * again; we are a searcher. */
+		s->given = false;
+		s->lent = -1;
+		s->owed = true;
+		atomic_store_explicit(&s->lent_out, false, memory_order_relaxed);
+		atomic_store_explicit(&s->sleepers[i].word, AWAKE, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
+		pthread_mutex_unlock(&s->lock);
+		return true;
+	}
 	if (s->lent == (int)i) {
-		/* The guest holds our place: we sleep until it gives it back, and
-		 * the work we saw is its to share, or the others'. */
+		/* The guest took our place from the idle stack: we sleep until it
+		 * gives it back, and the work we saw is its to share, or the others'. */
 		pthread_mutex_unlock(&s->lock);
 		return false;
 	}
@@ -115,12 +151,16 @@ bool
 heist__sleep_lend(struct sleep *s)
 {
 	pthread_mutex_lock(&s->lock);
-	bool ok = s->nidle && s->lent < 0;
+	assert(s->lent < 0 && !s->owed);
+	bool ok = s->nidle != 0;
 	if (ok) {
 		s->lent = (int)s->idle[--s->nidle];
+		atomic_store_explicit(&s->lent_out, true, memory_order_relaxed);
 		/* seq_cst: from now on no notifier counts it as a sleeper to wake (it
 		 * stays SLEEPING in its word, so heist__sleep_wait keeps it asleep). */
 		atomic_fetch_sub_explicit(&s->state, ONE_SLEEPER, memory_order_seq_cst);
+	} else {
+		s->owed = true;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ok;
@@ -130,12 +170,16 @@ void
 heist__sleep_return(struct sleep *s)
 {
 	pthread_mutex_lock(&s->lock);
-	assert(s->lent >= 0);
-	s->idle[s->nidle++] = (unsigned)s->lent;
-	s->lent = -1;
-	/* seq_cst: step (1) of sleep.h on the sleeper's behalf; the caller's look for
-	 * work (a seq_cst fence, then the queues) is its step (2). */
-	atomic_fetch_add_explicit(&s->state, ONE_SLEEPER, memory_order_seq_cst);
+	s->owed = false;	/* never given */
+	if (s->lent >= 0) {
+		s->idle[s->nidle++] = (unsigned)s->lent;
+		s->lent = -1;
+		s->given = false;
+		atomic_store_explicit(&s->lent_out, false, memory_order_relaxed);
+		/* seq_cst: step (1) of sleep.h on the sleeper's behalf; the caller's look
+		 * for work (a seq_cst fence, then the queues) is its step (2). */
+		atomic_fetch_add_explicit(&s->state, ONE_SLEEPER, memory_order_seq_cst);
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -169,6 +213,33 @@ heist__sleep_notify_slow(struct sleep *s)
 	/* Look again under the lock: another notifier may have woken someone. */
 	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
 	int j = (st >> 32) == 0 ? pop_sleeper(s) : -1;
+	pthread_mutex_unlock(&s->lock);
+	if (j >= 0)
+		heist__futex_wake(&s->sleepers[j].word, 1);
+}
+
+void
+heist__sleep_notify_job_slow(struct sleep *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
+	int j = -1;
+	if ((st >> 32) == 0) {
+		j = pop_sleeper(s);
+		if (j < 0 && s->lent >= 0) {
+			/* Recall the lent worker as a searcher; the guest is owed its
+			 * place again. */
+			j = s->lent;
+			s->lent = -1;
+			s->given = false;
+			atomic_store_explicit(&s->lent_out, false, memory_order_relaxed);
+			s->owed = true;
+			/* seq_cst: a searcher from now on, as in pop_sleeper. */
+			atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
+			/* release: pairs with the acquire load in heist__sleep_wait. */
+			atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
+		}
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (j >= 0)
 		heist__futex_wake(&s->sleepers[j].word, 1);

@@ -31,11 +31,18 @@ struct sleep {
 	 * that makes work available; written when workers start or stop searching. */
 	CACHE_ALIGNED _Atomic uint64_t state;
 
-	CACHE_ALIGNED pthread_mutex_t lock;	/* guards idle[], nidle and lent */
+	CACHE_ALIGNED pthread_mutex_t lock;	/* guards idle[], nidle, lent, owed's writes */
 	unsigned *idle;				/* indices of sleeping workers */
 	unsigned nidle;
 	int lent;				/* the sleeper whose place the guest holds
 						   (heist__sleep_lend), or -1 */
+	/* The guest holds a place no sleeper has given yet: the next worker to go to
+	 * sleep gives it (heist__sleep_prepare). Under the lock. */
+	bool owed;
+	bool given;	/* lent gave its place in prepare, and may take it back in cancel */
+	/* lent >= 0, written under the lock, for heist__sleep_notify_job's look
+	 * without it. */
+	CACHE_ALIGNED _Atomic bool lent_out;
 	unsigned n;
 	struct sleeper *sleepers;		/* one per worker */
 };
@@ -56,8 +63,10 @@ bool heist__sleep_stop_search(struct sleep *s);
 
 /* Step (1): worker i leaves the searchers for the sleepers. The caller then looks
  * for work and calls heist__sleep_cancel if it finds some, else heist__sleep_wait.
- * Cancel returns false if the worker must sleep anyway: the guest took its place
- * meanwhile (heist__sleep_lend). */
+ * A worker that gave the guest its place in prepare (sleep.h, lend) takes it back in
+ * cancel: it saw work, which may be nobody else's to run. Cancel returns false if the
+ * worker must sleep anyway: the guest took its place from the idle stack meanwhile
+ * (heist__sleep_lend), and the work is the guest's or the others'. */
 void heist__sleep_prepare(struct sleep *s, unsigned i);
 bool heist__sleep_cancel(struct sleep *s, unsigned i);
 /* Sleeps until woken; returns a searcher. */
@@ -86,13 +95,36 @@ heist__sleep_has_idle(struct sleep *s)
 /* Thread accounting (heist.h, heist_for_each): an outside caller that works in the
  * guest slot takes the place of a sleeping worker, which stays asleep, off the idle
  * stack and out of the sleeper count, so no notifier wakes it, until the guest gives
- * the place back. So the pool never runs more threads than it has workers, and a
- * series of outside loops costs no wake-up: the lent worker simply sleeps through
- * them. Lend returns false when no worker sleeps (or the place is lent already).
- * After heist__sleep_return the worker is a sleeper again; the caller then looks for
- * work, as a sleeper would have (step (2)), and wakes one if it finds some. */
+ * the place back. So the pool runs no more threads than it has workers, and a series
+ * of outside loops costs no wake-up: the lent worker simply sleeps through them.
+ * With no worker asleep, the place is owed (lend returns false) and the guest works
+ * at once all the same: the next worker to go to sleep, one that found no work in a
+ * whole search, gives the place (it sleeps as the lent one); until then the pool
+ * runs one thread more than it has workers. After heist__sleep_return the lent
+ * worker is a sleeper again; the caller then looks for work, as a sleeper would have
+ * (step (2)), and wakes one if it finds some. */
 bool heist__sleep_lend(struct sleep *s);
 void heist__sleep_return(struct sleep *s);
+
+/* A job was queued (heist_submit and its kin): as heist__sleep_notify, and when
+ * nobody searches or sleeps but a worker sleeps lent to the guest, recall it. A job
+ * may be what the guest's loop waits for (a body waiting on a task another body
+ * submitted), and the guest's loop does not run it; the place is owed again, so the
+ * first worker out of work gives it back. relaxed look at lent_out: the recall is
+ * for progress, not part of the no-lost-wake-up argument (the guest's return looks
+ * for work anyway). */
+void heist__sleep_notify_job_slow(struct sleep *s);
+
+static inline void
+heist__sleep_notify_job(struct sleep *s)
+{
+	/* seq_cst: step (4), as in heist__sleep_notify. */
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
+	if ((st >> 32) == 0 &&
+	    ((uint32_t)st != 0 || atomic_load_explicit(&s->lent_out, memory_order_relaxed)))
+		heist__sleep_notify_job_slow(s);
+}
+
 
 /* Wake every sleeper (shutdown). */
 void heist__sleep_wake_all(struct sleep *s);

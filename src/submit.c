@@ -211,7 +211,7 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 		heist__job_set_epoch(j, e);
 	heist__injector_reserve(&pool->injector);
 	heist__injector_push(&pool->injector, &j->task);
-	heist__sleep_notify(&pool->sleep);
+	heist__sleep_notify_job(&pool->sleep);
 }
 
 /* The worker of pool on this thread whose submits are counted inside its work (3),
@@ -239,7 +239,7 @@ queue_local(struct worker *w, struct heist_future *j, bool shared)
 	atomic_fetch_add_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
 	if (heist__worker_is_guest(w)) {
 		heist__injector_requeue(&pool->injector, &j->task);
-		heist__sleep_notify(&pool->sleep);
+		heist__sleep_notify_job(&pool->sleep);
 		return 0;
 	}
 	if (heist__deque_push(&w->dq, &j->task)) {
@@ -247,6 +247,7 @@ queue_local(struct worker *w, struct heist_future *j, bool shared)
 		return ENOMEM;
 	}
 	heist__worker_publish(w, 0);
+	heist__sleep_notify_job(&pool->sleep);	/* a worker lent to a guest, too */
 	return 0;
 }
 

@@ -361,13 +361,9 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 		return false;
 	}
 	/* The guest takes a sleeping worker's place, so that at most pool->n threads
-	 * of the pool run; with every worker awake, the caller waits in heist_run
-	 * instead. release: pairs with the next guest's acquire CAS, as in leave. */
-	if (!heist__sleep_lend(&pool->sleep)) {
-		atomic_store_explicit(&pool->guest_busy, false, memory_order_release);
-		heist__pool_leave(pool, epoch, 1);
-		return false;
-	}
+	 * of the pool run; with every worker awake, the first one out of work gives
+	 * its place (sleep.h). */
+	heist__sleep_lend(&pool->sleep);
 	pool->workers[pool->n].cur_epoch = epoch;
 	heist__set_current(&pool->workers[pool->n]);
 	return true;

@@ -85,8 +85,8 @@ heist_pool *make_pool(unsigned threads);
 void check_pool_works(heist_pool *pool);
 
 /* Polls (POLL) until every worker of the pool sleeps (its statistics count a sleep
- * not yet followed by a wake), so that an outside heist_for_each takes part in the
- * guest slot: it borrows a sleeping worker's place (heist.h). */
+ * not yet followed by a wake), so that an outside heist_for_each borrows a sleeping
+ * worker's place at once (heist.h) rather than wait for one to give it. */
 void wait_until_parked(const heist_pool *pool);
 
 /* Wait for f with a bound of LONG_WAIT_NS (a hang fails the test), release it, and

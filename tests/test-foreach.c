@@ -1156,13 +1156,18 @@ crowd_body(void *arg, size_t begin, size_t end)
 }
 
 /* A pool of N never runs more than N of its threads at once while an outside caller
- * works in its guest slot: the caller runs bodies, and with it at most N - 1 workers. */
+ * works in its guest slot: the caller runs bodies, and with it at most N - 1 workers.
+ * The workers sleep when the loop starts (with all of them awake, the next to go to
+ * sleep gives its place, and until then N + 1 may run), and the pool has no spare
+ * threads: a spare stands in for a worker parked in a wait, and finishes the task it
+ * runs after that worker resumes (heist.h, max_spares). */
 static void
 outside_loop_never_runs_more_threads_than_the_pool_has(void **state)
 {
 	(void)state;
 	for (unsigned n = 1; n <= 3; n++) {
-		heist_pool *pool = make_pool(n);
+		struct heist_config cfg = {.threads = n, .max_spares = HEIST_SPARES_NONE};
+		heist_pool *pool = make_pool_cfg(&cfg);
 		for (int round = 0; round < 3; round++) {
 			wait_until_parked(pool);
 			struct crowd c = {.pool = pool};
@@ -1176,11 +1181,54 @@ outside_loop_never_runs_more_threads_than_the_pool_has(void **state)
 	}
 }
 
+/* The caller of an outside loop takes part however busy the workers are: here they
+ * are still starting (searching), and then all held by other work. */
+static int
+hold_until_released(void *arg)
+{
+	atomic_bool *release = arg;
+	while (!atomic_load(release))
+		nap(100 * 1000);
+	return 0;
+}
+
+static void
+outside_caller_takes_part_when_every_worker_is_awake(void **state)
+{
+	(void)state;
+	for (unsigned n = 1; n <= 2; n++) {
+		heist_pool *pool = make_pool(n);
+		struct crowd c = {.pool = pool};
+		assert_int_equal(heist_for_each(pool, 0, 4, 1, crowd_body, &c), 0);
+		assert_true(atomic_load(&c.guest_bodies) >= 1);
+		/* Every worker busy: the caller runs the whole loop itself. */
+		static atomic_bool release;
+		atomic_store(&release, false);
+		heist_future *f[2];
+		for (unsigned i = 0; i < n; i++)
+			assert_int_equal(heist_submit(pool, hold_until_released, &release, &f[i]),
+					 0);
+		struct crowd d = {.pool = pool};
+		assert_int_equal(heist_for_each(pool, 0, 4, 1, crowd_body, &d), 0);
+		assert_true(atomic_load(&d.guest_bodies) >= 1);
+		atomic_store(&release, true);
+		for (unsigned i = 0; i < n; i++) {
+			assert_int_equal(heist_future_wait(f[i]), 0);
+			heist_future_release(f[i]);
+		}
+		/* and the place it was owed comes back: the pool still works */
+		check_pool_works(pool);
+		wait_until_parked(pool);
+		heist_pool_destroy(pool);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(outside_loop_never_runs_more_threads_than_the_pool_has),
+		cmocka_unit_test(outside_caller_takes_part_when_every_worker_is_awake),
 		cmocka_unit_test(empty_range_never_calls_body_and_returns_zero),
 		cmocka_unit_test(tiny_ranges_visit_each_index_once),
 		cmocka_unit_test(odd_large_range_visits_each_index_once_from_outside),

@@ -802,7 +802,6 @@ per_thread_stats_include_the_guest_and_sum_to_the_totals(void **state)
 	heist_pool *pool = make_pool(1);
 	static atomic_ulong n;
 	atomic_store(&n, 0);
-	wait_until_parked(pool);	/* else the caller waits in heist_run instead */
 	assert_int_equal(heist_for_each(pool, 0, 100000, 10, count_body, &n), 0);
 	assert_int_equal(atomic_load(&n), 100000);
 	struct heist_stats st;

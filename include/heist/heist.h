@@ -82,8 +82,9 @@ struct heist_config {
 				     once: an outside caller of heist_for_each (or
 				     heist_reduce) that takes part does so in the place
 				     of a sleeping worker, which sleeps until it leaves
-				     (spare threads stand in only for workers parked in
-				     waits) */
+				     (see heist_for_each for the exceptions). Spare
+				     threads stand in for workers parked in waits; one
+				     finishes its task after the worker resumes */
 	enum heist_pin pin;	/**< HEIST_PIN_NONE (0, the default), HEIST_PIN_CORE,
 				     HEIST_PIN_PU. Not pinned by default: measured on 2
 				     cores, pinning changed fork-join by 0-7% and made
@@ -462,11 +463,14 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
  * it occupies the pool's guest slot for the call (a worker record without a thread of
  * its own), runs sub-ranges itself and lets the workers steal the rest; in those
  * bodies heist_worker_index() is -1. It takes the place of a sleeping worker, which
- * sleeps on until the call returns, so that the pool never runs more than `threads`
+ * sleeps on until the call returns, so that the pool runs no more than `threads`
  * threads (and a series of outside loops wakes nobody for the place): with the caller
  * inside, at most threads - 1 workers run. When no worker sleeps (all are busy, or
- * still searching right after other work), the caller enters as heist_run does and
- * waits. One outside caller at a time has the slot; others, and worker threads of
+ * still searching right after other work), the caller takes part at once all the
+ * same, and the next worker to find no work in a whole search gives its place. A job
+ * queued (heist_submit and its kin) while nobody searches or sleeps wakes the lent
+ * worker, as the body waiting for it may need a thread; the place is then owed
+ * again. One outside caller at a time has the slot; others, and worker threads of
  * other pools, enter as heist_run does and wait. The
  * first nonzero body result stops the sub-ranges not yet started,
  * waits for those running, and is returned; no body runs after the call returns.
