@@ -107,7 +107,6 @@ heist__sleep_prepare(struct sleep *s, unsigned i)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
-
 bool
 heist__sleep_cancel(struct sleep *s, unsigned i)
 {
@@ -218,32 +217,38 @@ heist__sleep_notify_slow(struct sleep *s)
 		heist__futex_wake(&s->sleepers[j].word, 1);
 }
 
+/* Under the lock: wake the lent worker as a searcher, or -1 if none is lent. The
+ * guest is owed its place again. */
+static int
+recall_lent(struct sleep *s)
+{
+	int j = s->lent;
+	if (j < 0)
+		return -1;
+	s->lent = -1;
+	s->given = false;
+	atomic_store_explicit(&s->lent_out, false, memory_order_relaxed);
+	s->owed = true;
+	/* seq_cst: a searcher from now on, as in pop_sleeper. */
+	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
+	/* release: pairs with the acquire load in heist__sleep_wait. */
+	atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
+	return j;
+}
+
 void
 heist__sleep_notify_job_slow(struct sleep *s)
 {
 	pthread_mutex_lock(&s->lock);
 	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
 	int j = -1;
-	if ((st >> 32) == 0) {
-		j = pop_sleeper(s);
-		if (j < 0 && s->lent >= 0) {
-			/* Recall the lent worker as a searcher; the guest is owed its
-			 * place again. */
-			j = s->lent;
-			s->lent = -1;
-			s->given = false;
-			atomic_store_explicit(&s->lent_out, false, memory_order_relaxed);
-			s->owed = true;
-			/* seq_cst: a searcher from now on, as in pop_sleeper. */
-			atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
-			/* release: pairs with the acquire load in heist__sleep_wait. */
-			atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
-		}
-	}
+	if ((st >> 32) == 0 && (j = pop_sleeper(s)) < 0)
+		j = recall_lent(s);
 	pthread_mutex_unlock(&s->lock);
 	if (j >= 0)
 		heist__futex_wake(&s->sleepers[j].word, 1);
 }
+
 
 void
 heist__sleep_wake_all(struct sleep *s)

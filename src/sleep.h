@@ -110,7 +110,7 @@ void heist__sleep_return(struct sleep *s);
  * nobody searches or sleeps but a worker sleeps lent to the guest, recall it. A job
  * may be what the guest's loop waits for (a body waiting on a task another body
  * submitted), and the guest's loop does not run it; the place is owed again, so the
- * first worker out of work gives it back. relaxed look at lent_out: the recall is
+ * next worker to go to sleep gives it back. relaxed look at lent_out: the recall is
  * for progress, not part of the no-lost-wake-up argument (the guest's return looks
  * for work anyway). */
 void heist__sleep_notify_job_slow(struct sleep *s);

@@ -361,7 +361,7 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 		return false;
 	}
 	/* The guest takes a sleeping worker's place, so that at most pool->n threads
-	 * of the pool run; with every worker awake, the first one out of work gives
+	 * of the pool run; with every worker awake, the next one to go to sleep gives
 	 * its place (sleep.h). */
 	heist__sleep_lend(&pool->sleep);
 	pool->workers[pool->n].cur_epoch = epoch;
