@@ -446,6 +446,6 @@ run_workload(struct run *r)
 		pthread_mutex_unlock(&progress.lock);
 		pthread_join(prog, NULL);
 	}
-	if (o->workload == SUBMIT && !r->open)
+	if (o->workload == SUBMIT)
 		sem_destroy(&storm.done);
 }

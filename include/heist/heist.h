@@ -88,7 +88,7 @@ struct heist_config {
 	enum heist_pin pin;	/**< HEIST_PIN_NONE (0, the default), HEIST_PIN_CORE,
 				     HEIST_PIN_PU. Not pinned by default: measured on 2
 				     cores, pinning changed fork-join by 0-7% and made
-				     loops called from outside up to 20% slower (the
+				     loops called from outside up to 21% slower (the
 				     unpinned caller shares a pinned worker's core), and
 				     a pinned pool cannot move away from other processes
 				     or a shrinking cgroup (docs/benchmarks.md) */
@@ -518,7 +518,7 @@ typedef void (*heist_combine_fn)(void *arg, void *into, const void *from);
  * heist_reduce_deterministic for that). Runs where heist_for_each would: in place
  * on a worker of the pool, so it nests inside tasks, loops and other reductions; an
  * outside caller takes part in the pool's guest slot, in a sleeping worker's place
- * (or, if the slot is taken or no worker sleeps, enters as heist_run does and
+ * as heist_for_each says (or, if the slot is taken, enters as heist_run does and
  * waits). The first nonzero body result stops the
  * sub-ranges not yet started, waits for those running, and is returned.
  * *result is written only when the call returns 0; it may be identity itself.
