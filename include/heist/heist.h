@@ -534,7 +534,7 @@ HEIST_EXPORT int heist_reduce(heist_pool *pool, size_t begin, size_t end, size_t
 /**
  * heist_reduce with a result that is the same bit for bit for every pool size and
  * every schedule (as oneTBB's parallel_deterministic_reduce): the range is always
- * halved down to grain (0: an automatic grain of 1/64 of the range, whatever the
+ * halved down to grain (0: an automatic grain of 1/32 of the range, whatever the
  * pool), every leaf starts from the identity, and every pair is combined, so the
  * tree of operations depends on begin, end and grain alone. Floating-point sums
  * reproduce. It costs a combine per split where heist_reduce claims unstolen
