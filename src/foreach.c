@@ -15,11 +15,13 @@
 #include "worker.h"
 
 /* The automatic grain: n / (workers x AUTO_CHUNKS_PER_WORKER), at most AUTO_GRAIN_MAX;
- * or n / NESTED_CHUNKS for a nested loop, one started on a worker whose deque holds
- * work already (an outer loop's halves, say). That work feeds the thieves, so the
- * inner loop need not be cut fine for them, and fine grains would only multiply the
- * body calls: W4 with 10 blocks of an inner 1000-element loop made 320 calls a
- * repetition instead of the flat loop's 32 (t/flat 1.15-1.28; 1.09-1.12 with this). */
+ * or n / NESTED_CHUNKS for a nested loop, one started inside another loop's body or on
+ * a worker whose deque holds work already (an outer loop's halves, say). The outer
+ * loop feeds the thieves, so the inner loop need not be cut fine for them, and fine
+ * grains would only multiply the body calls: W4 with 10 blocks of an inner 1000-element
+ * loop made 320 calls a repetition instead of the flat loop's 32 (t/flat 1.15-1.28;
+ * 1.09-1.12 with the deque test alone, which misses a block whose worker's deque a
+ * thief just emptied; median 0.98 with the body test too, docs/benchmarks.md). */
 enum {
 	MAX_SPLITS = 64,	/* halvings of a size_t range: never more */
 	AUTO_CHUNKS_PER_WORKER = 16,
@@ -64,9 +66,11 @@ want_split(struct worker *w)
 }
 
 static int
-run_grain(struct loop *l, size_t begin, size_t end)
+run_grain(struct worker *w, struct loop *l, size_t begin, size_t end)
 {
+	w->in_body++;	/* a loop started in the body is nested (auto_grain) */
 	int r = l->body(l->arg, begin, end);
+	w->in_body--;
 	if (r) {
 		int none = 0;
 		/* relaxed: see struct loop. The first error wins. */
@@ -102,7 +106,7 @@ heist__foreach_range(void *p)
 			continue;
 		}
 		size_t stop = left > l->grain ? b + l->grain : e;
-		if (run_grain(l, b, stop))
+		if (run_grain(w, l, b, stop))
 			break;
 		b = stop;
 	}
@@ -128,7 +132,8 @@ heist_for_each(heist_pool *pool, size_t begin, size_t end, size_t grain,
 	if (begin == end)
 		return 0;
 	struct worker *w = heist__current();
-	bool nested = w && w->pool == pool && heist__deque_size(&w->dq) != 0;
+	bool nested = w && w->pool == pool &&
+		      (w->in_body || heist__deque_size(&w->dq) != 0);
 	size_t g = grain ? grain : auto_grain(end - begin, pool->n, nested);
 	struct loop l = {body, arg, g, 0};
 	struct range r = {&l, begin, end};

@@ -45,6 +45,7 @@ struct worker {
 	uint64_t done_unflushed[2];	/* jobs finished, per idle epoch, not yet
 					   subtracted from pool->live */
 	bool in_hook;			/* in on_worker_start/stop: no work is counted */
+	unsigned in_body;		/* loop bodies this thread is inside (foreach.c) */
 	/* The profiler: how the task this thread runs next reached it, set by whoever
 	 * took it (heist__worker_took) and read when the run starts. */
 	struct heist__run_from run_from;

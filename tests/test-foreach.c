@@ -1223,10 +1223,55 @@ outside_caller_takes_part_when_every_worker_is_awake(void **state)
 	}
 }
 
+/* A loop started inside another loop's body takes the nested automatic grain, 1/4 of
+ * its range (heist.h), whatever its worker's deque holds: every piece of an inner
+ * loop of 4000 is 1000 long, never the flat grain's 4000 / 32 or less. */
+struct inner {
+	heist_pool *pool;
+	atomic_uint pieces, wrong;
+};
+
+static int
+inner_body(void *arg, size_t b, size_t e)
+{
+	struct inner *in = arg;
+	atomic_fetch_add(&in->pieces, 1);
+	if (e - b != 1000)
+		atomic_fetch_add(&in->wrong, 1);
+	return 0;
+}
+
+static int
+outer_body(void *arg, size_t b, size_t e)
+{
+	struct inner *in = arg;
+	for (size_t i = b; i < e; i++) {
+		int err = heist_for_each(in->pool, 0, 4000, 0, inner_body, in);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void
+loop_inside_a_body_takes_the_nested_grain(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		struct inner in = {.pool = pool};
+		assert_int_equal(heist_for_each(pool, 0, 8, 1, outer_body, &in), 0);
+		assert_int_equal(atomic_load(&in.pieces), 8 * 4);
+		assert_int_equal(atomic_load(&in.wrong), 0);
+		heist_pool_destroy(pool);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(loop_inside_a_body_takes_the_nested_grain),
 		cmocka_unit_test(outside_loop_never_runs_more_threads_than_the_pool_has),
 		cmocka_unit_test(outside_caller_takes_part_when_every_worker_is_awake),
 		cmocka_unit_test(empty_range_never_calls_body_and_returns_zero),

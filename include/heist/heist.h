@@ -454,8 +454,9 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
 /**
  * Run body over [begin, end) in parallel, in sub-ranges of about grain indices (0: an
  * automatic grain: 1/16 of a worker's share, or 1/4 of the range for a nested loop, one
- * called by a worker whose deque still holds work for thieves, so that a nest makes
- * about as many body calls as the flat loop; at most 2048 indices either way). The
+ * called inside another loop's body on this pool or by a worker whose deque still
+ * holds work for thieves, so that a nest makes about as many body calls as the flat
+ * loop; at most 2048 indices either way). The
  * range is split lazily: a worker splits off half of what it has left only when its
  * deque is empty or a thief asks, else it runs the next grain itself. On a worker, the
  * call forks in place, so it nests inside tasks and inside other bodies on any pool
