@@ -1224,8 +1224,9 @@ outside_caller_takes_part_when_every_worker_is_awake(void **state)
 }
 
 /* A loop started inside another loop's body takes the nested automatic grain, 1/4 of
- * its range (heist.h), whatever its worker's deque holds: every piece of an inner
- * loop of 4000 is 1000 long, never the flat grain's 4000 / 32 or less. */
+ * its range (heist.h), whatever its worker's deque holds: an inner loop of 4000 comes
+ * in pieces of at most 1000 and, lazy halvings and remainders included, more than 250
+ * (the flat grain would be 4000 / 16 per worker: 250 or less). */
 struct inner {
 	heist_pool *pool;
 	atomic_uint pieces, wrong;
@@ -1236,7 +1237,7 @@ inner_body(void *arg, size_t b, size_t e)
 {
 	struct inner *in = arg;
 	atomic_fetch_add(&in->pieces, 1);
-	if (e - b != 1000)
+	if (e - b > 1000 || e - b <= 250)
 		atomic_fetch_add(&in->wrong, 1);
 	return 0;
 }
@@ -1261,7 +1262,7 @@ loop_inside_a_body_takes_the_nested_grain(void **state)
 		heist_pool *pool = make_pool(POOL_SIZES[p]);
 		struct inner in = {.pool = pool};
 		assert_int_equal(heist_for_each(pool, 0, 8, 1, outer_body, &in), 0);
-		assert_int_equal(atomic_load(&in.pieces), 8 * 4);
+		assert_true(atomic_load(&in.pieces) >= 8 * 4);
 		assert_int_equal(atomic_load(&in.wrong), 0);
 		heist_pool_destroy(pool);
 	}
