@@ -6,7 +6,14 @@
  * workers costs one check per grain, and a loop with many splits as often as idle
  * workers need work. A split made while some worker is idle is published at once,
  * so that the idle worker need not ask first: loops of a few microseconds would
- * otherwise be half over before the request was seen. */
+ * otherwise be half over before the request was seen.
+ *
+ * A loop that is not nested first cuts its range into one contiguous share per
+ * thread of the pool, as OpenMP's static schedule does, and hands them out at once
+ * (run_shares): on N workers the halving would take log2 N rounds, each a steal,
+ * before the last worker had work. Each share then runs by lazy splitting, which stays
+ * out of the way (the owner's deque holds the shares not yet taken) until a thief asks:
+ * a worker whose share runs out early steals, so uneven loops still balance. */
 #include <errno.h>
 
 #include "pool.h"
@@ -27,12 +34,19 @@ enum {
 	AUTO_CHUNKS_PER_WORKER = 16,
 	NESTED_CHUNKS = 4,
 	AUTO_GRAIN_MAX = 2048,
+	MAX_SHARES = 64,	/* the first split's shares, at most */
 };
 
 struct loop {
 	heist_range_fn body;
 	void *arg;
 	size_t grain;
+	unsigned shares;	/* the first split's: the pool's threads, or 1 if nested */
+	/* The first split's shares no thread has started yet. While there are some, a
+	 * split is not published for an idle worker: that worker is to take a share,
+	 * not half of a started one. relaxed: a hint; a late look publishes a half
+	 * early, or leaves it for a request. */
+	atomic_uint shares_left;
 	/* The first nonzero body result. relaxed: a late look only lets one more
 	 * grain start; the value is read after every sync, which orders it. */
 	_Atomic int error;
@@ -41,6 +55,7 @@ struct loop {
 struct range {
 	struct loop *loop;
 	size_t begin, end;
+	bool share;		/* one of the first split's */
 };
 
 static size_t
@@ -92,14 +107,20 @@ heist__foreach_range(void *p)
 	struct range halves[MAX_SPLITS];
 	unsigned n = 0;
 
+	/* relaxed: see struct loop. A thief that asked this worker for work while it had
+	 * none asked before the shares were out: it is to take a share, not our half. */
+	if (r->share && atomic_fetch_sub_explicit(&l->shares_left, 1, memory_order_relaxed) > 1)
+		heist__deque_drop_request(&w->dq);
+
 	while (b < e && !atomic_load_explicit(&l->error, memory_order_relaxed)) {
 		size_t left = e - b;
 		if (left > l->grain && n < MAX_SPLITS && want_split(w)) {
 			size_t mid = b + left / 2;
-			halves[n] = (struct range){l, mid, e};
+			halves[n] = (struct range){l, mid, e, false};
 			heist_spawn(&tasks[n], heist__foreach_range, &halves[n]);
 			if (heist__deque_private_count(&w->dq) &&
-			    heist__sleep_has_idle(&w->pool->sleep))
+			    heist__sleep_has_idle(&w->pool->sleep) &&
+			    !atomic_load_explicit(&l->shares_left, memory_order_relaxed))
 				heist__worker_publish(w, 0);
 			n++;
 			e = mid;
@@ -115,11 +136,51 @@ heist__foreach_range(void *p)
 	return 0;
 }
 
+/* The first split: shares 1 .. s-1 of [r->begin, r->end) spawned in order (thieves
+ * take the oldest first, the owner pops the newest after its own), made public at
+ * once if anyone is idle, and share 0 run here. Share k of n begins k n / s in. */
+static void
+run_shares(struct worker *w, struct range *r, unsigned s)
+{
+	heist_task tasks[MAX_SHARES];
+	struct range shares[MAX_SHARES];
+	size_t bounds[MAX_SHARES + 1];
+	size_t n = r->end - r->begin, q = n / s, rem = n % s;
+	for (unsigned k = 0; k <= s; k++)	/* k n / s = q k + rem k / s */
+		bounds[k] = r->begin + q * k + rem * k / s;
+	for (unsigned k = 0; k < s; k++)
+		shares[k] = (struct range){r->loop, bounds[k], bounds[k + 1], true};
+	/* relaxed: see struct loop; the spawns below publish it to the thieves. */
+	atomic_store_explicit(&r->loop->shares_left, s, memory_order_relaxed);
+	for (unsigned k = 1; k < s; k++)
+		heist_spawn(&tasks[k], heist__foreach_range, &shares[k]);
+	if (heist__deque_private_count(&w->dq) && heist__sleep_has_idle(&w->pool->sleep))
+		heist__worker_publish(w, 0);
+	heist__foreach_range(&shares[0]);
+	for (unsigned k = s; --k > 0;)
+		heist_sync(&tasks[k]);
+}
+
+/* How many shares the first split makes: one per thread, as long as each holds more
+ * than a grain (a share of one grain would not split anyway). */
+static unsigned
+share_count(const struct loop *l, size_t n)
+{
+	size_t s = l->shares < MAX_SHARES ? l->shares : MAX_SHARES;
+	size_t most = n / l->grain;
+	return (unsigned)(s < most ? s : most);
+}
+
 static int
 run_loop(void *p)
 {
 	struct range *r = p;
-	heist__foreach_range(r);
+	struct worker *w = heist__current();
+	unsigned s = share_count(r->loop, r->end - r->begin);
+	if (s > 1)
+		run_shares(w, r, s);
+	else
+		heist__foreach_range(r);
 	return atomic_load_explicit(&r->loop->error, memory_order_relaxed);
 }
 
@@ -135,8 +196,8 @@ heist_for_each(heist_pool *pool, size_t begin, size_t end, size_t grain,
 	bool nested = w && w->pool == pool &&
 		      (w->in_body || heist__deque_size(&w->dq) != 0);
 	size_t g = grain ? grain : auto_grain(end - begin, pool->n, nested);
-	struct loop l = {body, arg, g, 0};
-	struct range r = {&l, begin, end};
+	struct loop l = {body, arg, g, nested ? 1 : pool->n, 0, 0};
+	struct range r = {&l, begin, end, false};
 	if (w && w->pool == pool)
 		return run_loop(&r);	/* fork in place */
 	if (!w) {
@@ -165,8 +226,9 @@ static int
 run_bulk(void *p)
 {
 	struct bulk *b = p;
-	struct loop l = {b->body, b->arg, b->grain, 0};
-	struct range r = {&l, b->begin, b->end};
+	struct worker *w = heist__current();
+	struct loop l = {b->body, b->arg, b->grain, w->pool->n, 0, 0};
+	struct range r = {&l, b->begin, b->end, false};
 	return run_loop(&r);
 }
 

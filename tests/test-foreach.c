@@ -1268,11 +1268,84 @@ loop_inside_a_body_takes_the_nested_grain(void **state)
 	}
 }
 
+/* The first split hands each thread of the pool one contiguous share at once (heist.h):
+ * on pools of 3 and 4, whichever way the loop is started, the first bodies of the
+ * first N threads to run one begin where the N shares begin, k n / N, and no body
+ * crosses a share's end. Each of those N first bodies waits at a gate until all N have
+ * started, so no share can go to a thread that finished another one. (Halving gave
+ * the third thread a quarter of the range, from a half another thread had started:
+ * this test failed on that code.) Threads that come after the gate opened
+ * (an awake worker beside an outside caller's N) take whatever is left. */
+enum { SHARE_N = 1201, SHARE_MAX_THREADS = 8 };
+
+struct shares {
+	unsigned threads;
+	size_t bounds[SHARE_MAX_THREADS + 1];	/* share k is [bounds[k], bounds[k+1]) */
+	_Atomic(int) seen[SHARE_MAX_THREADS + 1];	/* by heist_thread_index() */
+	size_t first[SHARE_MAX_THREADS + 1];	/* the first bodies' begins, by arrival */
+	atomic_uint arrived, crossed, bad_thread;
+};
+
+static int
+share_body(void *arg, size_t b, size_t e)
+{
+	struct shares *s = arg;
+	int ti = heist_thread_index();
+	for (unsigned k = 1; k < s->threads; k++)
+		if (b < s->bounds[k] && e > s->bounds[k])
+			atomic_fetch_add(&s->crossed, 1);
+	if (ti < 0 || ti > SHARE_MAX_THREADS) {
+		atomic_fetch_add(&s->bad_thread, 1);
+		return 0;
+	}
+	if (atomic_exchange(&s->seen[ti], 1))
+		return 0;	/* not this thread's first body */
+	unsigned k = atomic_fetch_add(&s->arrived, 1);
+	if (k >= s->threads)
+		return 0;	/* after the gate opened */
+	s->first[k] = b;	/* read after the loop returned */
+	while (atomic_load(&s->arrived) < s->threads)
+		spin_a_while();
+	return 0;
+}
+
+static void
+first_split_hands_each_thread_a_contiguous_share(void **state)
+{
+	(void)state;
+	for (unsigned n = 3; n <= 4; n++) {
+		heist_pool *pool = make_pool(n);
+		for (int mode = 0; mode < MODES; mode++) {
+			struct shares s = {.threads = n};
+			for (unsigned k = 0; k <= n; k++)
+				s.bounds[k] = (size_t)SHARE_N * k / n;
+			struct call c = {.pool = pool, .begin = 0, .end = SHARE_N, .grain = 0,
+					 .body = share_body, .arg = &s};
+			assert_int_equal(run_loop((enum mode)mode, &c), 0);
+			assert_true(atomic_load(&s.arrived) >= n);
+			assert_int_equal(atomic_load(&s.crossed), 0);
+			assert_int_equal(atomic_load(&s.bad_thread), 0);
+			/* the first n first bodies begin at the n share starts, one each */
+			unsigned matched = 0;
+			for (unsigned k = 0; k < n; k++)
+				for (unsigned a = 0; a < n; a++)
+					matched += s.first[a] == s.bounds[k];
+			if (matched != n)
+				print_error("mode %s, %u threads: %u first bodies at a share start"
+					    " (the first begins %zu %zu %zu ...)\n", MODE_NAMES[mode],
+					    n, matched, s.first[0], s.first[1], s.first[2]);
+			assert_int_equal(matched, n);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(loop_inside_a_body_takes_the_nested_grain),
+		cmocka_unit_test(first_split_hands_each_thread_a_contiguous_share),
 		cmocka_unit_test(outside_loop_never_runs_more_threads_than_the_pool_has),
 		cmocka_unit_test(outside_caller_takes_part_when_every_worker_is_awake),
 		cmocka_unit_test(empty_range_never_calls_body_and_returns_zero),

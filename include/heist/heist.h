@@ -456,9 +456,13 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
  * automatic grain: 1/16 of a worker's share, or 1/4 of the range for a nested loop, one
  * called inside another loop's body on this pool or by a worker whose deque still
  * holds work for thieves, so that a nest makes about as many body calls as the flat
- * loop; at most 2048 indices either way). The
- * range is split lazily: a worker splits off half of what it has left only when its
- * deque is empty or a thief asks, else it runs the next grain itself. On a worker, the
+ * loop; at most 2048 indices either way). A loop that is not nested is first cut
+ * into one contiguous share per worker (k (end - begin) / threads on, as OpenMP's
+ * static schedule; fewer when the range holds fewer grains than workers), handed out
+ * at once: the caller runs the first, idle workers take the others. Each share is
+ * then split lazily: a worker splits off half of what it has left only when its
+ * deque is empty or a thief asks, else it runs the next grain itself, so a worker
+ * whose share runs out early takes over part of another's. On a worker, the
  * call forks in place, so it nests inside tasks and inside other bodies on any pool
  * size. The calling thread takes part: from outside the pool
  * it occupies the pool's guest slot for the call (a worker record without a thread of
