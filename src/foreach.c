@@ -1,25 +1,16 @@
-/* foreach.c - data parallelism by lazy binary splitting (Tzannes, Caragea, Barua,
- * Vishkin, "Lazy Binary Splitting", PPoPP 2010) over fork-join. A worker runs its range
- * a grain at a time; before each grain it splits off the upper half of what is left,
- * as a spawned task, only when its deque is empty, and when a thief asks while the
- * deque still holds a half, it publishes that half instead. So a loop with no hungry
- * workers costs one check per grain, and a loop with many splits as often as idle
- * workers need work. A split made while some worker is idle is published at once,
- * so that the idle worker need not ask first: loops of a few microseconds would
- * otherwise be half over before the request was seen.
- *
- * A loop that is not nested first cuts its range into one contiguous share per
- * thread of the pool, as OpenMP's static schedule does, and hands them out at once
- * (run_shares): on N workers the halving would take log2 N rounds, each a steal,
- * before the last worker had work. Each share then runs by lazy splitting, which stays
- * out of the way (the owner's deque holds the shares not yet taken) until a thief asks:
- * a worker whose share runs out early steals, so uneven loops still balance. */
+/* foreach.c - data parallelism over fork-join. A loop that is not nested is first cut
+ * into one contiguous share per thread of the pool, as OpenMP's static schedule does,
+ * handed out at once (run_shares): on N workers halving would take log2 N rounds, each
+ * a steal, before the last worker had work. Each share then runs a grain at a time by
+ * lazy binary splitting (split.h), which stays out of the way (the owner's deque holds
+ * the shares not yet taken) until a thief asks: a worker whose share runs out early
+ * steals, so uneven loops still balance, and a loop with no hungry workers costs one
+ * check per grain. */
 #include <errno.h>
 
 #include "pool.h"
 #include "probe.h"
-#include "sleep.h"
-#include "worker.h"
+#include "split.h"
 
 /* The automatic grain: n / (workers x AUTO_CHUNKS_PER_WORKER), at most AUTO_GRAIN_MAX;
  * or n / NESTED_CHUNKS for a nested loop, one started inside another loop's body or on
@@ -68,18 +59,6 @@ auto_grain(size_t n, unsigned workers, bool nested)
 	return g ? g : 1;
 }
 
-/* Whether to split now: the deque is empty (nothing for a thief to take). If it is not
- * but a thief asks, hand out what is there. */
-static bool
-want_split(struct worker *w)
-{
-	if (heist__deque_size(&w->dq) == 0)
-		return true;
-	if (heist__deque_split_requested(&w->dq))
-		heist__worker_publish(w, 0);
-	return false;
-}
-
 static int
 run_grain(struct worker *w, struct loop *l, size_t begin, size_t end)
 {
@@ -114,14 +93,12 @@ heist__foreach_range(void *p)
 
 	while (b < e && !atomic_load_explicit(&l->error, memory_order_relaxed)) {
 		size_t left = e - b;
-		if (left > l->grain && n < MAX_SPLITS && want_split(w)) {
+		if (left > l->grain && n < MAX_SPLITS && heist__split_wanted(w)) {
 			size_t mid = b + left / 2;
 			halves[n] = (struct range){l, mid, e, false};
 			heist_spawn(&tasks[n], heist__foreach_range, &halves[n]);
-			if (heist__deque_private_count(&w->dq) &&
-			    heist__sleep_has_idle(&w->pool->sleep) &&
-			    !atomic_load_explicit(&l->shares_left, memory_order_relaxed))
-				heist__worker_publish(w, 0);
+			if (!atomic_load_explicit(&l->shares_left, memory_order_relaxed))
+				heist__split_offer(w);
 			n++;
 			e = mid;
 			continue;
@@ -154,8 +131,7 @@ run_shares(struct worker *w, struct range *r, unsigned s)
 	atomic_store_explicit(&r->loop->shares_left, s, memory_order_relaxed);
 	for (unsigned k = 1; k < s; k++)
 		heist_spawn(&tasks[k], heist__foreach_range, &shares[k]);
-	if (heist__deque_private_count(&w->dq) && heist__sleep_has_idle(&w->pool->sleep))
-		heist__worker_publish(w, 0);
+	heist__split_offer(w);
 	heist__foreach_range(&shares[0]);
 	for (unsigned k = s; --k > 0;)
 		heist_sync(&tasks[k]);

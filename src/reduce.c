@@ -1,17 +1,18 @@
-/* reduce.c - parallel reduction over fork-join (heist.h, heist_reduce). Both forms
- * halve the range down to the grain, spawning the upper half with an accumulator of
- * its own and running the lower half into the caller's, then combine the two in index
- * order (lower into, upper from), so an associative combine that is not commutative
- * is fine.
+/* reduce.c - parallel reduction over fork-join (heist.h, heist_reduce). An upper half
+ * that another worker may run gets an accumulator of its own; the lower half runs into
+ * the caller's; the two are combined in index order (lower into, upper from), so an
+ * associative combine that is not commutative is fine.
  *
- * heist_reduce lets the schedule shape the tree: a parent that finishes its lower half
- * before anyone has started the upper one claims the upper half back and goes on
- * accumulating into its own value, so a half that was never stolen costs neither an
- * identity copy nor a combine. Which halves were stolen then decides where the
- * combines are, which changes the rounding of a floating-point sum from run to run.
- * heist_reduce_deterministic never claims: the tree, every leaf's accumulator and
- * every combine depend on begin, end and grain alone (its automatic grain too), so
- * the result is the same bit for bit for any pool size and any schedule. */
+ * heist_reduce lets the schedule shape the tree: it splits lazily, as heist_for_each
+ * does (split.h), a grain at a time, spawning the upper half of what is left only
+ * when its deque is empty, and a frame that gets back to a half nobody has started
+ * claims it and goes on accumulating into its own value, so a half that was never
+ * stolen costs neither an identity copy nor a combine. Which halves were stolen then
+ * decides where the combines are, which changes the rounding of a floating-point sum
+ * from run to run. heist_reduce_deterministic halves down to the grain and never
+ * claims: the tree, every leaf's accumulator and every combine depend on begin, end
+ * and grain alone (its automatic grain too), so the result is the same bit for bit
+ * for any pool size and any schedule. */
 #include <errno.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -23,6 +24,7 @@
 #include <heist/heist.h>
 
 #include "probe.h"	/* heist__reduce_half: the profiler calls it a range */
+#include "split.h"
 
 enum {
 	AUTO_CHUNKS_PER_WORKER = 16,	/* heist_reduce's automatic grain: n / (16 workers) */
@@ -32,6 +34,7 @@ enum {
 	 * 1.01), five paired runs (docs/benchmarks.md). */
 	DETERMINISTIC_CHUNKS = 32,
 	INLINE_ACC = 64,		/* accumulators this small live in the frame */
+	MAX_SPLITS = 64,		/* halvings of a size_t range: never more */
 };
 
 struct reduction {
@@ -72,16 +75,23 @@ set_identity(const struct reduction *red, void *acc)
 		memset(acc, 0, red->size);
 }
 
+/* Keep err unless a failure came first. relaxed: see struct reduction. */
+static void
+fail(struct reduction *red, int err)
+{
+	int none = 0;
+	atomic_compare_exchange_strong_explicit(&red->error, &none, err, memory_order_relaxed,
+						memory_order_relaxed);
+}
+
 static void
 leaf(struct reduction *red, size_t begin, size_t end, void *acc)
 {
 	if (atomic_load_explicit(&red->error, memory_order_relaxed))
 		return;
 	int r = red->body(red->arg, acc, begin, end);
-	int none = 0;
 	if (r)
-		atomic_compare_exchange_strong_explicit(&red->error, &none, r,
-							memory_order_relaxed, memory_order_relaxed);
+		fail(red, r);
 }
 
 /* The spawned upper half: run it unless its parent claimed it first. */
@@ -98,51 +108,102 @@ heist__reduce_half(void *p)
 	return 0;
 }
 
-/* acc = acc (+) the reduction of [begin, end). */
+/* An upper half's accumulator: in the record up to INLINE_ACC bytes, else allocated
+ * (NULL: no memory). */
+static void *
+half_acc(struct half *h)
+{
+	return h->red->size <= INLINE_ACC ? (void *)h->small : malloc(h->red->size);
+}
+
+static void
+half_free(struct half *h)
+{
+	if (h->acc != h->small)
+		free(h->acc);
+}
+
+/* heist_reduce_deterministic: acc = acc (+) the reduction of [begin, end), halved down
+ * to the grain whatever the schedule. */
+static void
+reduce_tree(struct reduction *red, size_t begin, size_t end, void *acc)
+{
+	if (end - begin <= red->grain) {
+		leaf(red, begin, end, acc);
+		return;
+	}
+	size_t mid = begin + (end - begin) / 2;
+	struct half h = { .red = red, .begin = mid, .end = end };
+	atomic_init(&h.taken, HALF_OPEN);
+	if (!(h.acc = half_acc(&h))) {
+		fail(red, ENOMEM);	/* the tree must not change: no split, no result */
+		return;
+	}
+	heist_task t;
+	heist_spawn(&t, heist__reduce_half, &h);
+	reduce_tree(red, begin, mid, acc);
+	(void)heist_sync(&t);
+	if (!atomic_load_explicit(&red->error, memory_order_relaxed))
+		red->combine(red->arg, acc, h.acc);
+	half_free(&h);
+}
+
+/* heist_reduce: acc = acc (+) the reduction of [b, e), a grain at a time, splitting
+ * lazily. The halves spawned are a stack, each just above what the frame has left, so
+ * taking them back newest first keeps the index order: a claimed one is run on into
+ * acc, a stolen one is waited for and combined. Without memory for a large
+ * accumulator it does not split. */
+static void
+reduce_lazy(struct reduction *red, size_t b, size_t e, void *acc)
+{
+	struct worker *w = heist__current();
+	heist_task tasks[MAX_SPLITS];
+	struct half halves[MAX_SPLITS];
+	unsigned n = 0;
+
+	for (;;) {
+		while (b < e && !atomic_load_explicit(&red->error, memory_order_relaxed)) {
+			size_t left = e - b;
+			if (left > red->grain && n < MAX_SPLITS && heist__split_wanted(w)) {
+				struct half *h = &halves[n];
+				size_t mid = b + left / 2;
+				*h = (struct half){ .red = red, .begin = mid, .end = e };
+				atomic_init(&h->taken, HALF_OPEN);
+				if ((h->acc = half_acc(h))) {
+					heist_spawn(&tasks[n++], heist__reduce_half, h);
+					heist__split_offer(w);
+					e = mid;
+					continue;
+				}
+			}
+			size_t stop = left > red->grain ? b + red->grain : e;
+			leaf(red, b, stop, acc);
+			b = stop;
+		}
+		if (!n)
+			return;
+		struct half *h = &halves[--n];
+		int open = HALF_OPEN;
+		bool claimed = atomic_compare_exchange_strong_explicit(
+			&h->taken, &open, HALF_CLAIMED, memory_order_acq_rel, memory_order_acquire);
+		(void)heist_sync(&tasks[n]);	/* a claimed half returns at once */
+		if (claimed) {
+			b = h->begin;	/* on into our own accumulator */
+			e = h->end;
+		} else if (!atomic_load_explicit(&red->error, memory_order_relaxed)) {
+			red->combine(red->arg, acc, h->acc);
+		}
+		half_free(h);
+	}
+}
+
 static void
 reduce_into(struct reduction *red, size_t begin, size_t end, void *acc)
 {
-	while (end - begin > red->grain) {
-		size_t mid = begin + (end - begin) / 2;
-		struct half h = { .red = red, .begin = mid, .end = end };
-		atomic_init(&h.taken, HALF_OPEN);
-		h.acc = red->size <= INLINE_ACC ? (void *)h.small : malloc(red->size);
-		if (!h.acc && red->deterministic) {
-			/* The tree must not change, so no split, no result: ENOMEM, unless a
-			 * body failed first (relaxed: as in leaf). */
-			int none = 0;
-			atomic_compare_exchange_strong_explicit(&red->error, &none, ENOMEM,
-								memory_order_relaxed,
-								memory_order_relaxed);
-			return;
-		}
-		if (!h.acc) {	/* no memory: the rest here, a grain at a time */
-			for (; end - begin > red->grain; begin += red->grain)
-				leaf(red, begin, begin + red->grain, acc);
-			break;
-		}
-		heist_task t;
-		heist_spawn(&t, heist__reduce_half, &h);
-		reduce_into(red, begin, mid, acc);
-		int open = HALF_OPEN;
-		bool claimed = !red->deterministic &&
-			       atomic_compare_exchange_strong_explicit(
-				       &h.taken, &open, HALF_CLAIMED, memory_order_acq_rel,
-				       memory_order_acquire);
-		(void)heist_sync(&t);	/* a claimed half returns at once */
-		if (claimed) {
-			if (h.acc != h.small)
-				free(h.acc);
-			begin = mid;	/* the upper half into our own accumulator */
-			continue;
-		}
-		if (!atomic_load_explicit(&red->error, memory_order_relaxed))
-			red->combine(red->arg, acc, h.acc);
-		if (h.acc != h.small)
-			free(h.acc);
-		return;
-	}
-	leaf(red, begin, end, acc);
+	if (red->deterministic)
+		reduce_tree(red, begin, end, acc);
+	else
+		reduce_lazy(red, begin, end, acc);
 }
 
 struct root {

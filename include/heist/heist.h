@@ -515,10 +515,12 @@ typedef void (*heist_combine_fn)(void *arg, void *into, const void *from);
  * sub-range, combined in index order. size is the accumulator's size in bytes (any
  * size; up to 64 bytes they live in the callers' frames, above that one allocation
  * per split); identity is size bytes, or NULL for all-zero bytes. The range is
- * halved down to sub-ranges of at most grain indices (0: an automatic grain of
- * about 1/16 of a worker's share). A half that no other worker has started when
- * its parent gets to it is accumulated into the parent's value, with no identity
- * and no combine; so where the combines fall depends on the schedule, and a
+ * split lazily, as each share of heist_for_each: a thread accumulates it a grain at a
+ * time (0: an automatic grain of about 1/16 of a worker's share) and splits off the
+ * upper half of what it has left, with an accumulator of its own, only when its deque
+ * is empty or a thief asks. A half that no other worker has started when its
+ * splitter gets back to it is accumulated on into the splitter's value, with no
+ * identity and no combine; so where the combines fall depends on the schedule, and a
  * floating-point result may differ in its last bits from run to run (use
  * heist_reduce_deterministic for that). Runs where heist_for_each would: in place
  * on a worker of the pool, so it nests inside tasks, loops and other reductions; an
