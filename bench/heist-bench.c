@@ -40,7 +40,7 @@ workload_names(const char **names, size_t max)
 }
 
 static const char *const impl_names[] = {
-	"serial", "baseline", "heist", "omp", "tbb",
+	"serial", "baseline", "heist", "omp", "tbb", "threads",
 	/* variants of heist, also selected by "heist" (unless --exact) */
 	"heist-outside", "heist-nested", "heist-prof", "heist-sample", "heist-pin",
 	"heist-futures", "heist-group", "heist-then", "heist-wait", "heist-det",
@@ -99,6 +99,7 @@ usage(FILE *f)
 #ifdef HEIST_BENCH_TBB
 	fputs(", tbb", f);
 #endif
+	fputs(",\n                 threads (W4: plain threads, static shares: the ceiling)", f);
 	fputs("\n  --exact        --only and --impl take names only: W5 is not W5-fine, heist\n"
 	      "                 not heist-pin\n"
 	      "  --settle MS    pause after every run (default 5; at least 20 after OpenMP)\n"

@@ -17,6 +17,7 @@
 
 #include "kernels.h"
 #include "peers.h"
+#include "static_threads.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +149,20 @@ run_peer(struct bench_job *j)
 	j->peer->for_each(j->threads, f->a, f->n, f->reps);
 }
 
+/* threads: the ceiling, plain threads with static shares (static_threads.h). */
+static void
+share(void *arg, size_t begin, size_t end)
+{
+	w4_range(arg, begin, end);
+}
+
+static void
+run_threads(struct bench_job *j)
+{
+	struct fe *f = j->in;
+	static_threads_run(j->threads, f->n, f->reps, share, f->a);
+}
+
 static bool first_size(const struct bench_set *s) { return s->index == 0; }
 
 static const struct bench_impl impls[] = {
@@ -162,6 +177,8 @@ static const struct bench_impl impls[] = {
 	  .note = "a parallel region per rep, each thread its static share" },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer,
 	  .note = "parallel_for, auto partitioner; reps in one arena.execute" },
+	{ "threads", THREADS, POOL_NONE, .run = run_threads,
+	  .note = "the ceiling: plain threads, static shares, a spinning barrier per rep" },
 };
 
 /* The size's p.a is the array's length, p.b the loops per run. */
