@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -83,10 +84,15 @@ cache_exit(void *p)
 	cache_release(c, c->total - home);	/* the records still out */
 }
 
+/* Whether cache_key exists: without it a thread's cache could not be freed when the
+ * thread exits, so there are no caches, and records cannot be had (ENOMEM to the
+ * caller, as when memory runs out). Written once under cache_key_once. */
+static bool cache_key_made;
+
 static void
 make_key(void)
 {
-	pthread_key_create(&cache_key, cache_exit);
+	cache_key_made = pthread_key_create(&cache_key, cache_exit) == 0;
 }
 
 static struct cache *
@@ -96,6 +102,8 @@ cache_get(void)
 	if (c)
 		return c;
 	pthread_once(&cache_key_once, make_key);
+	if (!cache_key_made)
+		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
