@@ -34,7 +34,10 @@ enum {
 	 * 1.01), five paired runs (docs/benchmarks.md). */
 	DETERMINISTIC_CHUNKS = 32,
 	INLINE_ACC = 64,		/* accumulators this small live in the frame */
-	MAX_SPLITS = 64,		/* halvings of a size_t range: never more */
+	/* Halves one frame keeps at most (about 5 KB with their tasks, on the caller's
+	 * stack): each halves what the frame has left, so 32 cover 2^32 grains;
+	 * past that the frame runs the rest itself and only its stolen halves split. */
+	MAX_SPLITS = 32,
 };
 
 struct reduction {
