@@ -182,16 +182,6 @@ heist__deque_request(struct deque *dq)
 		atomic_fetch_or_explicit(&dq->flags, DQ_REQUEST, memory_order_relaxed);
 }
 
-/* Owner only: forget the thieves' requests (they will find work elsewhere). A plain
- * store, as publish's: a request that comes in between is lost, and asked again by
- * its thief's next look. */
-static inline void
-heist__deque_drop_request(struct deque *dq)
-{
-	if (heist__deque_split_requested(dq))
-		atomic_store_explicit(&dq->flags, dq->owner_flags, memory_order_relaxed);
-}
-
 /* Before the owner starts: its pool profiles. */
 static inline void
 heist__deque_set_profile(struct deque *dq)

@@ -1,11 +1,10 @@
 /* foreach.c - data parallelism over fork-join. A loop that is not nested is first cut
  * into one contiguous share per thread of the pool, as OpenMP's static schedule does,
  * handed out at once (run_shares): on N workers halving would take log2 N rounds, each
- * a steal, before the last worker had work. Each share then runs a grain at a time by
- * lazy binary splitting (split.h), which stays out of the way (the owner's deque holds
- * the shares not yet taken) until a thief asks: a worker whose share runs out early
- * steals, so uneven loops still balance, and a loop with no hungry workers costs one
- * check per grain. */
+ * a steal, before the last worker had work. Once every share has started, each runs a
+ * grain at a time by lazy binary splitting (split.h): a worker whose share runs out
+ * early steals part of another's, so uneven loops still balance, and a loop with no
+ * hungry workers costs one check per grain. */
 #include <errno.h>
 
 #include "pool.h"
@@ -33,10 +32,10 @@ struct loop {
 	void *arg;
 	size_t grain;
 	unsigned shares;	/* the first split's: the pool's threads, or 1 if nested */
-	/* The first split's shares no thread has started yet. While there are some, a
-	 * split is not published for an idle worker: that worker is to take a share,
-	 * not half of a started one. relaxed: a hint; a late look publishes a half
-	 * early, or leaves it for a request. */
+	/* The first split's shares no thread has started yet. While there are some,
+	 * nobody splits a share (may_split): a hungry worker is to take one of them,
+	 * not half of a started one. relaxed: a hint; a late look splits a grain
+	 * late, or one early. */
 	atomic_uint shares_left;
 	/* The first nonzero body result. relaxed: a late look only lets one more
 	 * grain start; the value is read after every sync, which orders it. */
@@ -57,6 +56,21 @@ auto_grain(size_t n, unsigned workers, bool nested)
 	if (g > AUTO_GRAIN_MAX)
 		g = AUTO_GRAIN_MAX;
 	return g ? g : 1;
+}
+
+/* Whether to split now (split.h); not while a share of the first split is unstarted
+ * (struct loop): then only a thief's request is answered, by publishing what the
+ * deque holds (the unstarted shares, if this is their owner). A thief's old request
+ * would otherwise make a share's runner publish its first half at once (heist_spawn
+ * answers requests), and a hungry worker take that instead of a share. */
+static bool
+may_split(struct worker *w, struct loop *l)
+{
+	if (!atomic_load_explicit(&l->shares_left, memory_order_relaxed))
+		return heist__split_wanted(w);
+	if (heist__deque_split_requested(&w->dq) && heist__deque_private_count(&w->dq))
+		heist__worker_publish(w, 0);
+	return false;
 }
 
 static int
@@ -86,19 +100,16 @@ heist__foreach_range(void *p)
 	struct range halves[MAX_SPLITS];
 	unsigned n = 0;
 
-	/* relaxed: see struct loop. A thief that asked this worker for work while it had
-	 * none asked before the shares were out: it is to take a share, not our half. */
-	if (r->share && atomic_fetch_sub_explicit(&l->shares_left, 1, memory_order_relaxed) > 1)
-		heist__deque_drop_request(&w->dq);
+	if (r->share)	/* relaxed: see struct loop */
+		atomic_fetch_sub_explicit(&l->shares_left, 1, memory_order_relaxed);
 
 	while (b < e && !atomic_load_explicit(&l->error, memory_order_relaxed)) {
 		size_t left = e - b;
-		if (left > l->grain && n < MAX_SPLITS && heist__split_wanted(w)) {
+		if (left > l->grain && n < MAX_SPLITS && may_split(w, l)) {
 			size_t mid = b + left / 2;
 			halves[n] = (struct range){l, mid, e, false};
 			heist_spawn(&tasks[n], heist__foreach_range, &halves[n]);
-			if (!atomic_load_explicit(&l->shares_left, memory_order_relaxed))
-				heist__split_offer(w);
+			heist__split_offer(w);
 			n++;
 			e = mid;
 			continue;
