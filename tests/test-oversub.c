@@ -161,6 +161,22 @@ quiet(heist_pool *pool)
 	return a.steal_attempts == b.steal_attempts;
 }
 
+/* Every worker has slept at least once. */
+static bool
+all_slept(heist_pool *pool)
+{
+	for (unsigned w = 0; w < WORKERS; w++) {
+		struct heist_worker_stats ws;
+		assert_int_equal(heist_pool_worker_stats(pool, w, &ws), 0);
+		if (ws.sleeps < 1)
+			return false;
+	}
+	return true;
+}
+
+/* After the work every worker sleeps: polled, not asserted once quiet() holds, since
+ * with 64 workers on 2 cores a searcher that yields can miss a whole 1 ms nap (CI saw
+ * a pool quiet with one worker not yet asleep). */
 static void
 after_the_work_the_pool_goes_quiet(void **state)
 {
@@ -174,11 +190,9 @@ after_the_work_the_pool_goes_quiet(void **state)
 		POLL(ok, quiet(pool));	/* a worker that never stops searching fails here */
 		assert_true(ok);
 	}
-	for (unsigned w = 0; w < WORKERS; w++) {
-		struct heist_worker_stats ws;
-		assert_int_equal(heist_pool_worker_stats(pool, w, &ws), 0);
-		assert_true(ws.sleeps >= 1);
-	}
+	bool ok;
+	POLL(ok, all_slept(pool));	/* ... or here */
+	assert_true(ok);
 	heist_pool_destroy(pool);
 }
 
