@@ -39,7 +39,7 @@ heist__job_take(struct heist_future *j)
 		 * that claims it, through the future its submitter handed it; nothing
 		 * else is published through the state before RUNNING. A CAS because a
 		 * cancel or a claim may race us: exactly one wins. */
-		uint32_t keep = s & (FUT_WAITERS | FUT_CANCEL_ASKED);
+		uint32_t keep = s & (FUT_WAITERS | FUT_WALKERS | FUT_CANCEL_ASKED);
 		if (atomic_compare_exchange_weak_explicit(&j->state, &s, keep | FUT_RUNNING,
 							  memory_order_relaxed,
 							  memory_order_relaxed))

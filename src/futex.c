@@ -30,6 +30,29 @@ heist__futex_wake(_Atomic uint32_t *word, int n)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+void
+heist__futex_wait_bits(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns,
+		       uint32_t bits)
+{
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+	struct timespec ts, *tsp = NULL;
+	if (timeout_ns) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + timeout_ns;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		tsp = &ts;
+	}
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET_PRIVATE, expected, tsp, NULL,
+		bits);
+}
+
+void
+heist__futex_wake_bits(_Atomic uint32_t *word, int n, uint32_t bits)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_BITSET_PRIVATE, n, NULL, NULL, bits);
+}
+
 #else /* a portable stand-in: striped mutex + condvar, wake means broadcast */
 #include <pthread.h>
 
@@ -86,5 +109,20 @@ heist__futex_wake(_Atomic uint32_t *word, int n)
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+}
+
+void
+heist__futex_wait_bits(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns,
+		       uint32_t bits)
+{
+	(void)bits;
+	heist__futex_wait(word, expected, timeout_ns);
+}
+
+void
+heist__futex_wake_bits(_Atomic uint32_t *word, int n, uint32_t bits)
+{
+	(void)bits;
+	heist__futex_wake(word, n);
 }
 #endif

@@ -181,9 +181,11 @@ heist__job_complete(struct heist_future *j, int r)
 }
 
 /* Run a job that heist__job_take gave us. Its belongings go before it is marked
- * done: once it is, the last reference may go at any moment. A job taken from a
- * queue names its runner, so that its waiters may help it (wait.c); a claimed one
- * still sits in its queue, where task.floor is the injector's link. */
+ * done: once it is, the last reference may go at any moment. The job names its
+ * runner, so that its waiters may help it and follow what it waits for (wait.c): a
+ * job taken from a queue with the floor of its work in our deque; a claimed one with
+ * RUNNER_CLAIMED, for it still sits in its queue, where task.floor is the injector's
+ * link. */
 static void
 run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 {
@@ -192,6 +194,11 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 		/* release: floor before runner, as in worker.c for a stolen task. */
 		j->task.floor = heist__deque_bottom(&w->dq);
 		atomic_store_explicit(&j->runner, w, memory_order_release);
+	} else {
+		/* release: what heist__job_runner's readers rely on (future.h). */
+		atomic_store_explicit(&j->runner,
+				      (struct worker *)((uintptr_t)w | RUNNER_CLAIMED),
+				      memory_order_release);
 	}
 	/* A job not sampled (created_tsc 0) is neither timed nor recorded. How it came
 	 * (heist__worker_took) is read before it runs, which may take other tasks. */

@@ -14,7 +14,9 @@
 
 enum { JOB_INLINE_COPY = 48 };	/* heist_submit_copy arguments up to this size */
 
-/* heist_future.state: one of these, plus FUT_WAITERS while a thread sleeps on it and
+/* heist_future.state: one of these, plus FUT_WAITERS while a thread sleeps on it,
+ * FUT_WALKERS while one of those is a worker that waits for something this job's
+ * runner may come to wait for (wait.c wakes it alone when that happens), and
  * FUT_CANCEL_ASKED once heist_future_cancel was called (for heist_cancelled). */
 enum {
 	FUT_QUEUED = 0,
@@ -25,6 +27,7 @@ enum {
 	FUT_WAITERS = 4,
 	FUT_CANCEL_ASKED = 8,
 	FUT_TAKEN = 16,	/* with CANCELLED: a worker took it, then found its token cancelled */
+	FUT_WALKERS = 32,
 };
 
 /* refs: a count of references (the queue's 1, and one for each when_all waiting on it,
@@ -66,9 +69,12 @@ struct heist_future {
 	 * waiters load it with acquire. Also the futex word waiters sleep on. */
 	_Atomic uint32_t state;
 	_Atomic uint32_t refs;
-	/* The worker running it, when it took it from a queue (not when a waiter
-	 * claimed it): stored with release after task.floor, like a stolen task's
-	 * thief, so that the job's waiters may help it (wait.c). NULL until then. */
+	/* The worker running it, stored with release once it has won the job (and,
+	 * when it took it from a queue, after task.floor, like a stolen task's thief),
+	 * so that the job's waiters may help it and follow what it waits for
+	 * (wait.c). RUNNER_CLAIMED is set in it when a waiter claimed the job: its
+	 * task.floor is then still the queue's link, not a deque floor. NULL until
+	 * then. Read with heist__job_runner. */
 	_Atomic(struct worker *) runner;
 	struct heist_cancel *token;	/* a reference, or NULL (cancel.c) */
 	/* What to do once final: a stack of struct heist__then, or THENS_CLOSED once
@@ -80,6 +86,21 @@ struct heist_future {
 };
 
 #define THENS_CLOSED ((struct heist__then *)1)
+#define RUNNER_CLAIMED ((uintptr_t)1)
+
+/* The worker running j, or NULL if none is known yet; *floor_known tells whether
+ * j->task.floor is that worker's deque floor for j (it took j from a queue). acquire:
+ * pairs with the runner's release store, made after the floor and after the runner
+ * stopped being blocked in any wait (wait.c), so a look at what the runner is blocked
+ * in that follows this load sees nothing older than j's start. */
+static inline struct worker *
+heist__job_runner(const struct heist_future *j, bool *floor_known)
+{
+	uintptr_t r = (uintptr_t)atomic_load_explicit(
+		(_Atomic(struct worker *) *)&j->runner, memory_order_acquire);
+	*floor_known = !(r & RUNNER_CLAIMED);
+	return (struct worker *)(r & ~RUNNER_CLAIMED);
+}
 
 static_assert(sizeof(struct heist_future) <= RECORD_BYTES, "a job fits its record");
 
@@ -172,12 +193,12 @@ void heist__job_finalized(struct heist_future *j);
  * returns true, node may be fired (and gone) at any moment. */
 bool heist__job_then(struct heist_future *j, struct heist__then *node);
 
-/* For a waiter of j that may not run yet (REF_DEPS): call help(ctx, d) for each job
- * d that j waits for (a continuation's antecedent, a when_all's inputs), each kept
- * alive across the call, until one returns true; returns whether one did. False at
- * once for other jobs, and once j's wait is over. then.c. */
-bool heist__job_help_deps(struct heist_future *j,
-			  bool (*help)(void *ctx, struct heist_future *d), void *ctx);
+/* For a waiter of j that may not run yet (REF_DEPS): call each(ctx, d) for every job
+ * d not yet final that j waits for (a continuation's antecedent, a when_all's inputs),
+ * each kept alive across the call (the callback takes a reference with heist__job_ref
+ * to keep it longer). Nothing for other jobs, nor once j's wait is over. then.c. */
+void heist__job_each_dep(struct heist_future *j,
+			 void (*each)(void *ctx, struct heist_future *d), void *ctx);
 
 static inline bool
 heist__job_done(const struct heist_future *j)

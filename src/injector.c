@@ -103,16 +103,40 @@ take_one(struct injector *q)
 	return head;
 }
 
+/* Become the consumer, or fail fast: nobody else is, and the queue looks non-empty.
+ * relaxed peeks: a stale value only delays the take to the next look. acquire: pairs
+ * with the release store that frees the flag (consumer_leave), so we see the head the
+ * previous consumer left. */
+static bool
+consumer_enter(struct injector *q)
+{
+	return atomic_load_explicit(&q->depth, memory_order_relaxed) != 0 &&
+	       !atomic_load_explicit(&q->consuming, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&q->consuming, true, memory_order_acquire);
+}
+
+/* Stop being the consumer, having taken n tasks. */
+static void
+consumer_leave(struct injector *q, size_t n)
+{
+	/* release: hands our head to the next consumer's acquire exchange. */
+	atomic_store_explicit(&q->consuming, false, memory_order_release);
+	if (!n)
+		return;
+	/* seq_cst: pairs with the producers' reserve (see there). */
+	atomic_fetch_sub_explicit(&q->depth, n, memory_order_seq_cst);
+	if (q->limit && atomic_load_explicit(&q->room_waiters, memory_order_seq_cst)) {
+		/* release: nothing rides on it but the wake; the waiters re-read depth
+		 * themselves. */
+		atomic_fetch_add_explicit(&q->room_seq, 1, memory_order_release);
+		heist__futex_wake(&q->room_seq, INT_MAX);
+	}
+}
+
 size_t
 heist__injector_take(struct injector *q, struct task **out, size_t max)
 {
-	/* relaxed peeks: a stale value only delays the take to the next look. */
-	if (atomic_load_explicit(&q->depth, memory_order_relaxed) == 0 ||
-	    atomic_load_explicit(&q->consuming, memory_order_relaxed))
-		return 0;
-	/* acquire: pairs with the release store that frees the flag below, so we see
-	 * the head the previous consumer left. */
-	if (atomic_exchange_explicit(&q->consuming, true, memory_order_acquire))
+	if (!consumer_enter(q))
 		return 0;
 	size_t n = 0;
 	while (n < max) {
@@ -121,17 +145,42 @@ heist__injector_take(struct injector *q, struct task **out, size_t max)
 			break;
 		out[n++] = t;
 	}
-	/* release: hands our head to the next consumer's acquire exchange. */
-	atomic_store_explicit(&q->consuming, false, memory_order_release);
-	if (n) {
-		/* seq_cst: pairs with the producers' reserve (see there). */
-		atomic_fetch_sub_explicit(&q->depth, n, memory_order_seq_cst);
-		if (q->limit && atomic_load_explicit(&q->room_waiters, memory_order_seq_cst)) {
-			/* release: nothing rides on it but the wake; the waiters
-			 * re-read depth themselves. */
-			atomic_fetch_add_explicit(&q->room_seq, 1, memory_order_release);
-			heist__futex_wake(&q->room_seq, INT_MAX);
-		}
-	}
+	consumer_leave(q, n);
 	return n;
+}
+
+struct task *
+heist__injector_take_if(struct injector *q, bool (*match)(void *ctx, struct task *t),
+			void *ctx)
+{
+	if (!consumer_enter(q))
+		return NULL;
+	/* The task take_one would hand out next: the head, past the sentinel.
+	 * acquire: as in take_one. */
+	struct task *t = q->head;
+	if (t == &q->sentinel)
+		t = atomic_load_explicit(&t->next, memory_order_acquire);
+	if (t && match(ctx, t))
+		t = take_one(q);	/* that one, or NULL (a producer is mid-push) */
+	else
+		t = NULL;
+	consumer_leave(q, t != NULL);
+	return t;
+}
+
+struct task *
+heist__injector_find(struct injector *q, bool (*match)(void *ctx, struct task *t), void *ctx)
+{
+	if (!consumer_enter(q))
+		return NULL;
+	struct task *found = NULL;
+	/* acquire: pairs with the release store of each link in heist__injector_push, so
+	 * a node reached through a link is fully written. Producers touch only the tail
+	 * and the link of the node before theirs; nothing here changes the list. */
+	for (struct task *t = q->head; t && !found;
+	     t = atomic_load_explicit(&t->next, memory_order_acquire))
+		if (t != &q->sentinel && match(ctx, t))
+			found = t;
+	consumer_leave(q, 0);
+	return found;
 }

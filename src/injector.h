@@ -44,6 +44,18 @@ void heist__injector_requeue(struct injector *q, struct task *t);
  * worker is consuming or the queue looks empty. */
 size_t heist__injector_take(struct injector *q, struct task **out, size_t max);
 
+/* Look at every queued task, oldest first, as the consumer (fails fast, NULL, when
+ * another thread is consuming), until match(ctx, t) returns true; return that task,
+ * which stays queued. A task is alive while match looks at it (the queue holds it and
+ * only the consumer takes it): match takes whatever reference it needs to keep it. */
+struct task *heist__injector_find(struct injector *q, bool (*match)(void *ctx, struct task *t),
+				  void *ctx);
+
+/* Take the oldest task if match(ctx, t) says so (it is alive while match looks, as for
+ * heist__injector_find); else, or when another thread is consuming, NULL. */
+struct task *heist__injector_take_if(struct injector *q, bool (*match)(void *ctx, struct task *t),
+				     void *ctx);
+
 static inline size_t
 heist__injector_depth(struct injector *q)
 {

@@ -15,6 +15,7 @@
 #include "future.h"
 #include "probe.h"
 #include "submit.h"
+#include "wait.h"
 
 enum {
 	DEFAULT_SPIN = 1024,	/* about 0.3 ms of looking before sleeping */
@@ -23,14 +24,21 @@ enum {
 	 * whatever the pool size: with full rounds an idle 1,024-worker pool made
 	 * 6.4e8 attempts, and took 3.2 s to create on 2 cores. */
 	SEARCH_VICTIMS = 8,
-	DEFAULT_MIN_SPARES = 8,	/* spares: as many as workers, at least this many */
+	/* Spares at most, by default: the bound is for runaway programs, not for
+	 * parallelism (a stand-in is called only where work would otherwise wait with
+	 * no thread to run it; spare.h). Java's ForkJoinPool allows parallelism + 256. */
+	DEFAULT_SPARES = 256,
 };
 #define DEFAULT_STACK_SIZE ((size_t)64 << 20)
 
 /* The live pools, so that destroying one twice (or something that is no pool) is
- * caught with a message instead of freeing memory twice. */
+ * caught with a message instead of freeing memory twice. And every pool not yet
+ * freed, live or being destroyed: a destroy waits, after its drain, until no thread of
+ * any of them walks through its threads (wait.c), and it reads their threads' guards
+ * under this lock, which keeps them from being freed meanwhile. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct heist_pool *registry;
+static struct heist_pool *all_pools;
 
 static void
 register_pool(struct heist_pool *pool)
@@ -38,6 +46,29 @@ register_pool(struct heist_pool *pool)
 	pthread_mutex_lock(&registry_lock);
 	pool->next_live = registry;
 	registry = pool;
+	pool->next_all = all_pools;
+	all_pools = pool;
+	pthread_mutex_unlock(&registry_lock);
+}
+
+/* After the drain: wait until no walker of another pool reads this pool's threads,
+ * then take it off the list of pools not yet freed. A walker names the pool in its
+ * guard before it checks that a job of the pool still runs, and reads nothing of the
+ * pool unless it does (wait.c); after the drain no job of the pool runs, so a guard
+ * set from now on is withdrawn untouched, and the ones seen here are waited out. */
+static void
+wait_unwalked(struct heist_pool *pool)
+{
+	pthread_mutex_lock(&registry_lock);
+	while (heist__wait_walked(pool, all_pools)) {
+		pthread_mutex_unlock(&registry_lock);
+		sched_yield();	/* a walk reads a few words, then lets go */
+		pthread_mutex_lock(&registry_lock);
+	}
+	struct heist_pool **p = &all_pools;
+	while (*p != pool)
+		p = &(*p)->next_all;
+	*p = pool->next_all;
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -211,7 +242,7 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 		atomic_init(&pool->hazards[i].array, NULL);
 	if (heist__sleep_init(&pool->sleep, pool->slots_max))
 		goto fail;
-	if (heist__spares_init(&pool->spares, spares)) {
+	if (heist__spares_init(&pool->spares, spares, pool->name)) {
 		heist__sleep_fini(&pool->sleep);
 		goto fail;
 	}
@@ -255,8 +286,7 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 		n = HEIST_MAX_THREADS;
 	unsigned spares = cfg->max_spares == HEIST_SPARES_NONE ? 0
 			  : cfg->max_spares		 ? cfg->max_spares
-			  : n > DEFAULT_MIN_SPARES	 ? n
-							 : DEFAULT_MIN_SPARES;
+							 : DEFAULT_SPARES;
 	struct heist_pool *pool = pool_new(n, spares, topo, cfg);
 	if (!pool) {
 		heist__topology_free(topo);
@@ -287,6 +317,7 @@ heist_pool_destroy(heist_pool *pool)
 		abort();
 	}
 	heist__pool_drain(pool);
+	wait_unwalked(pool);
 	teardown(pool, pool->n);
 }
 
@@ -361,7 +392,7 @@ heist_pool_stats(const heist_pool *pool, struct heist_stats *out)
 	struct heist_pool *p = (struct heist_pool *)pool;
 	memset(out, 0, sizeof(*out));
 	out->workers = pool->n;
-	heist__spares_count(p, &out->spares, &out->spares_started);
+	heist__spares_count(p, &out->spares, &out->spares_started, &out->spares_exhausted);
 	/* The guest's and the spares' work counts too. */
 	for (unsigned i = 0, slots = heist__pool_slots_used(p); i < slots; i++) {
 		struct heist_worker_stats s;

@@ -42,6 +42,7 @@ struct heist_pool {
 	struct sleep sleep;
 	struct spares spares;
 	struct heist_pool *next_live;	/* the registry of live pools (pool.c) */
+	struct heist_pool *next_all;	/* every pool not yet freed (pool.c, wait.c) */
 
 	/* Jobs (and guests) accepted and not yet finished: submit.c, whose comment
 	 * argues the drain. Submitters add at once; workers subtract in batches

@@ -1,11 +1,11 @@
-/* spare.c - spare threads (spare.h). The rule: while a pool's workers are parked in
- * waits, it runs up to that many spares, never more than `max` at once. A worker that
- * parks calls one (an idle spare, else a new thread); a worker that wakes only lowers
- * the count, and a spare that finds itself surplus between tasks, with its deque
- * empty, retires: it waits to be called again, and after a keep-alive exits. So for a
- * moment after a wake the pool may run one thread more than its size, never a spare
- * more than it has parked workers for long. Everything here is a slow path (it runs
- * beside a futex sleep), so a mutex guards it. */
+/* spare.c - spare threads (spare.h says when they are called and when they go). A
+ * parked waiter calls one through heist__spare_vote or heist__spare_call: an idle spare
+ * if there is one, else a new thread, at most `max` at once. A waiter that wakes only
+ * lowers the count of parked threads; a spare that finds itself surplus between
+ * tasks, or finds no work at all, retires: it waits to be called again, and after a
+ * keep-alive exits. So for a moment after a wake the pool may run one thread more than
+ * it has workers and parked threads, never a spare more for long. Everything here is a
+ * slow path (it runs beside a futex sleep), so a mutex guards it. */
 #include "spare.h"
 
 #include <errno.h>
@@ -24,7 +24,7 @@ enum { SPARE_WAITING = 0, SPARE_CALLED = 1 };
 uint64_t heist__spare_keepalive_ns = 2000000000u;	/* 2 s */
 
 int
-heist__spares_init(struct spares *s, unsigned max)
+heist__spares_init(struct spares *s, unsigned max, const char *name)
 {
 	atomic_init(&s->parked, 0);
 	atomic_init(&s->active, 0);
@@ -34,6 +34,13 @@ heist__spares_init(struct spares *s, unsigned max)
 	s->started = 0;
 	s->stopping = false;
 	s->idle = -1;
+	s->progress = 0;
+	s->round = 1;	/* a waiter's record starts at 0: its first vote counts */
+	s->votes = 0;
+	s->stuck = 0;
+	s->exhausted = 0;
+	s->warned = false;
+	s->name = name;
 	if (!(s->slot = calloc(max ? max : 1, sizeof(*s->slot))))
 		return ENOMEM;
 	for (unsigned k = 0; k < max; k++)
@@ -69,13 +76,10 @@ spare_worker(struct heist_pool *pool, unsigned k)
 	return &pool->workers[pool->slots + k];
 }
 
-/* Under the lock: become idle, unless the pool needs us after all. */
-static bool
+/* Under the lock: become idle (the loop ended: surplus, or no work found). */
+static void
 retire(struct spares *s, unsigned k)
 {
-	if (s->stopping || atomic_load_explicit(&s->active, memory_order_relaxed) <=
-				   atomic_load_explicit(&s->parked, memory_order_relaxed))
-		return false;
 	/* relaxed: under the lock, like every change of these counters. */
 	atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);
 	s->slot[k].state = SPARE_IDLE;
@@ -83,7 +87,6 @@ retire(struct spares *s, unsigned k)
 	atomic_store_explicit(&s->slot[k].word, SPARE_WAITING, memory_order_relaxed);
 	s->slot[k].next_idle = s->idle;
 	s->idle = (int)k;
-	return true;
 }
 
 /* Idle: wait to be called. Returns false when the thread should exit. */
@@ -128,18 +131,20 @@ spare_main(void *arg)
 	heist__set_current(w);
 	heist__worker_hook(w, true);
 	for (;;) {
-		heist__worker_loop(w);	/* until the pool stops or has no need of us */
+		w->stand_in_owed = true;	/* called: look for work at least once */
+		heist__worker_loop(w);	/* until the pool stops, or has no need of us */
 		pthread_mutex_lock(&s->lock);
 		/* relaxed: stop is set before the sleepers are woken (pool.c). */
 		bool stop = atomic_load_explicit(&pool->stop, memory_order_relaxed);
-		bool retired = !stop && retire(s, k);
 		if (stop) {
 			atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);
 			s->slot[k].state = SPARE_EXITED;
 			s->alive--;
+		} else {
+			retire(s, k);
 		}
 		pthread_mutex_unlock(&s->lock);
-		if (stop || (retired && !wait_for_call(s, k)))
+		if (stop || !wait_for_call(s, k))
 			break;
 	}
 	heist__worker_hook(w, false);
@@ -211,6 +216,22 @@ launch(struct heist_pool *pool, struct launch l)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Under the lock: a stand-in was needed and every spare is in use. Counted, and said
+ * once per pool: a wait may now depend on a thread the pool will not start. The
+ * library prints nothing else; this is the one line a user needs to see before a
+ * hang (heist.h, max_spares). With HEIST_SPARES_NONE the pool was asked never to
+ * start one: such moments are counted, in silence. */
+static void
+exhausted(struct spares *s)
+{
+	s->exhausted++;
+	if (s->warned || !s->max)
+		return;
+	s->warned = true;
+	fprintf(stderr, "heist: pool \"%s\": all %u spare threads are in use and queued work "
+		"still waits for a thread; raise heist_config.max_spares\n", s->name, s->max);
+}
+
 /* Under the lock: one more spare, if the bound allows. An idle one is called at once;
  * a new one is reserved, for the caller to launch once it has dropped the lock. */
 static struct launch
@@ -232,40 +253,98 @@ call_one(struct heist_pool *pool)
 		if (!s->slot[k].launching && (st == SPARE_FREE || st == SPARE_EXITED))
 			return reserve(pool, k);	/* one try: failing means no spare now */
 	}
+	exhausted(s);
 	return (struct launch){.k = -1};
 }
 
-/* A worker parks (delta 1) or wakes (-1). A park calls a spare if the pool runs
- * fewer than it has workers parked; a wake leaves it to a surplus spare to retire. */
+/* Under the lock: change the count of parked threads by delta. */
 static void
-count_parked(struct heist_pool *pool, int delta)
+count_parked(struct spares *s, int delta)
 {
-	struct spares *s = &pool->spares;
-	if (!s->max)
-		return;
-	struct launch l = {.k = -1};
-	pthread_mutex_lock(&s->lock);
 	/* relaxed: under the lock, like every change of these counters. */
-	unsigned parked = atomic_fetch_add_explicit(&s->parked, (unsigned)delta,
-						    memory_order_relaxed) + (unsigned)delta;
-	if (delta > 0 && !s->stopping &&
-	    atomic_load_explicit(&s->active, memory_order_relaxed) < parked)
-		l = call_one(pool);
-	pthread_mutex_unlock(&s->lock);
-	if (l.k >= 0)
-		launch(pool, l);
+	atomic_fetch_add_explicit(&s->parked, (unsigned)delta, memory_order_relaxed);
 }
 
 void
 heist__spare_park(struct heist_pool *pool)
 {
-	count_parked(pool, 1);
+	struct spares *s = &pool->spares;
+	pthread_mutex_lock(&s->lock);
+	count_parked(s, 1);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void
 heist__spare_unpark(struct heist_pool *pool)
 {
-	count_parked(pool, -1);
+	struct spares *s = &pool->spares;
+	pthread_mutex_lock(&s->lock);
+	count_parked(s, -1);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* After the caller dropped the lock: start what call_one reserved. */
+static void
+launch_if(struct heist_pool *pool, struct launch l)
+{
+	if (l.k >= 0)
+		launch(pool, l);
+}
+
+void
+heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote *v,
+		  bool stuck)
+{
+	struct spares *s = &pool->spares;
+	struct launch l = {.k = -1};
+	pthread_mutex_lock(&s->lock);
+	if (progress != s->progress) {	/* a new round: everyone looks again */
+		s->progress = progress;
+		s->round++;
+		s->votes = 0;
+		s->stuck = 0;
+	}
+	if (v->round != s->round) {
+		v->round = s->round;
+		v->stuck = stuck;
+		s->votes++;
+		s->stuck += stuck;
+	} else if (stuck && !v->stuck) {
+		v->stuck = true;	/* compensation's delay ran out within the round */
+		s->stuck++;
+	}
+	/* relaxed: under the lock. A round is complete when every parked thread looked
+	 * in it; a stand-in is due if one of them is stuck and fewer spares run than
+	 * threads are parked. */
+	unsigned parked = atomic_load_explicit(&s->parked, memory_order_relaxed);
+	if (!s->stopping && s->votes >= parked && s->stuck &&
+	    atomic_load_explicit(&s->active, memory_order_relaxed) < parked) {
+		if (s->max)
+			l = call_one(pool);
+		else
+			exhausted(s);
+		s->round++;	/* the next stand-in takes a full round of its own */
+		s->votes = 0;
+		s->stuck = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	launch_if(pool, l);
+}
+
+void
+heist__spare_call(struct heist_pool *pool)
+{
+	struct spares *s = &pool->spares;
+	if (!s->max)
+		return;	/* HEIST_SPARES_NONE: a timed wait is only a sleep (heist.h) */
+	struct launch l = {.k = -1};
+	pthread_mutex_lock(&s->lock);
+	/* relaxed: under the lock. */
+	if (!s->stopping && atomic_load_explicit(&s->active, memory_order_relaxed) <
+				    atomic_load_explicit(&s->parked, memory_order_relaxed))
+		l = call_one(pool);
+	pthread_mutex_unlock(&s->lock);
+	launch_if(pool, l);
 }
 
 void
@@ -290,11 +369,13 @@ heist__spares_join(struct heist_pool *pool)
 }
 
 void
-heist__spares_count(struct heist_pool *pool, unsigned *alive, uint64_t *started)
+heist__spares_count(struct heist_pool *pool, unsigned *alive, uint64_t *started,
+		    uint64_t *exhausted)
 {
 	struct spares *s = &pool->spares;
 	pthread_mutex_lock(&s->lock);
 	*alive = s->alive;
 	*started = s->started;
+	*exhausted = s->exhausted;
 	pthread_mutex_unlock(&s->lock);
 }

@@ -1,9 +1,27 @@
-/* spare.h - compensation (spare.c): spare threads that keep a pool's parallelism while
- * some of its workers are parked in waits that could help with nothing (wait.c), as
- * Java's ForkJoinPool compensates a blocked join. A spare is a worker slot after the
- * guest slot, with a deque of its own; it runs the ordinary worker loop while the
- * pool has fewer spares running than workers parked, retires when it has more, and
- * its thread exits after a keep-alive spent idle. At most max spares exist at once. */
+/* spare.h - compensation (spare.c): spare threads that keep a pool going while some of
+ * its threads are parked in waits that could help with nothing (wait.c), as Java's
+ * ForkJoinPool compensates a blocked join. A spare is a worker slot after the guest
+ * slot, with a deque of its own, that runs the ordinary worker loop.
+ *
+ * When one is called. A parked waiter that cannot help asks for one only where work
+ * would otherwise wait with no thread to run it: work visible in the pool (queued in
+ * the injector, or public in a deque) and no worker idle (searching or asleep: the
+ * sleep protocol wakes those). Then:
+ *  - an untimed wait votes, once per nap; a spare is called when every parked thread
+ *    of the pool has voted since the pool last made progress (heist__pool_progress):
+ *    each of them has looked, after the newest work appeared, and found nothing it may
+ *    run. So a waiter that is about to claim the work (a chain of waits across pools,
+ *    whose next link lands in this pool) is never raced by a new thread.
+ *  - a timed wait calls one at once, if fewer spares run than threads are parked:
+ *    it runs nothing itself, even what it waits for, and a short one would be over
+ *    long before any vote. The spare looks for work at least once however short the
+ *    wait was (stand_in_owed), so a loop of short timed waits makes progress.
+ * A spare runs while the pool has fewer spares running than threads parked; it
+ * retires between tasks, its deque empty, when it has more, or when it found no work
+ * in a whole search (it never sleeps in the pool's idle sleep, where nobody would
+ * tell it that it is surplus); after a keep-alive spent retired its thread exits.
+ * At most max spares exist at once. A call that finds them all in use is counted
+ * (exhausted) and reported on stderr, once per pool. */
 #ifndef HEIST_SPARE_H
 #define HEIST_SPARE_H
 
@@ -37,6 +55,15 @@ struct spares {
 	_Atomic unsigned hw;
 
 	pthread_mutex_t lock;
+	/* The stall vote (spare.c): the pool's progress when the round began, the
+	 * round, and how many parked threads have voted in it. Under the lock. */
+	uint64_t progress;
+	uint32_t round;
+	unsigned votes;			/* parked threads that looked in this round */
+	unsigned stuck;			/* of them, those whose chains are stuck */
+	uint64_t exhausted;		/* calls that found every spare in use */
+	bool warned;			/* the stderr line about it was printed */
+	const char *name;		/* the pool's, for that line */
 	unsigned max;
 	unsigned alive;			/* threads started and not exited */
 	uint64_t started;		/* threads ever started */
@@ -48,15 +75,33 @@ struct spares {
 /* Tests only: how long an idle spare thread waits to be called before it exits. */
 extern uint64_t heist__spare_keepalive_ns;
 
-int heist__spares_init(struct spares *s, unsigned max);
+int heist__spares_init(struct spares *s, unsigned max, const char *name);
 void heist__spares_fini(struct spares *s);
 
 /* Teardown, after the pool stopped: let idle spares exit and join every spare thread. */
 void heist__spares_join(struct heist_pool *pool);
 
-/* A worker (not the guest) is about to park in a wait / has woken from it. */
+/* A thread (not the guest) parks in a wait / has woken from it. */
 void heist__spare_park(struct heist_pool *pool);
 void heist__spare_unpark(struct heist_pool *pool);
+
+/* A voter's record of its last vote: the round, and whether it said stuck. Zeroed
+ * before its first vote. */
+struct heist__vote {
+	uint32_t round;
+	bool stuck;
+};
+
+/* A parked untimed waiter that found nothing to run, with work visible and no worker
+ * idle, votes: stuck, or not (its chain ends at a thread that runs); progress is
+ * heist__pool_progress(pool) as it was before its look. A voter counts once a round,
+ * and may turn its vote to stuck within it. */
+void heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote *v,
+		       bool stuck);
+
+/* A timed waiter that cannot help, with work visible and no worker idle: a stand-in
+ * at once, if fewer spares run than threads are parked. */
+void heist__spare_call(struct heist_pool *pool);
 
 /* Spare slots that may hold tasks: for thieves and for every scan of the deques. */
 static inline unsigned
@@ -82,6 +127,7 @@ heist__spare_surplus(struct spares *s)
 }
 
 /* Counters for heist_pool_stats. */
-void heist__spares_count(struct heist_pool *pool, unsigned *alive, uint64_t *started);
+void heist__spares_count(struct heist_pool *pool, unsigned *alive, uint64_t *started,
+			 uint64_t *exhausted);
 
 #endif

@@ -299,32 +299,31 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 
 /* ---- helping ---- */
 
-bool
-heist__job_help_deps(struct heist_future *j,
-		     bool (*help)(void *ctx, struct heist_future *d), void *ctx)
+void
+heist__job_each_dep(struct heist_future *j, void (*each)(void *ctx, struct heist_future *d),
+		    void *ctx)
 {
 	/* relaxed: REF_DEPS was set before anyone could see j. */
 	if (!(atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_DEPS))
-		return false;
-	bool helped = false;
+		return;
 	if (j->task.fn) {	/* a continuation */
 		struct cont *k = OWN_FIELDS(struct cont, j);
 		if (!lease_borrow(&k->lease))
-			return false;
+			return;
 		struct heist_future *f = k->dep;
-		helped = help(ctx, f);
+		if (!heist__job_done(f))
+			each(ctx, f);
 		if (lease_return(&k->lease, 1))
 			heist__job_release(f);
-		return helped;
+		return;
 	}
 	struct all_ref *r = OWN_FIELDS(struct all_ref, j);
 	if (!lease_borrow(&r->lease))
-		return false;
+		return;
 	struct all *a = r->all;
-	for (size_t i = 0; i < a->n && !helped; i++)
+	for (size_t i = 0; i < a->n; i++)
 		if (!heist__job_done(a->in[i].f))
-			helped = help(ctx, a->in[i].f);
+			each(ctx, a->in[i].f);
 	if (lease_return(&r->lease, 1))
 		all_free(a);
-	return helped;
 }

@@ -1,9 +1,10 @@
-/* wait.c - waiting for a task to finish: a sync whose child was stolen, a future on a
- * worker, a future on any other thread.
+/* wait.c - waiting for a task to finish: a sync whose child was stolen, a future or a
+ * group on a worker, a future on any other thread.
  *
- * The waiting rule (docs/architecture.md has the argument). A worker that waits for X
- * runs, on top of the frame that waits, only work that X itself needs, so that nothing
- * it runs can in turn wait for that frame:
+ * The waiting rule (docs/architecture.md has the safety and liveness arguments). A
+ * worker that waits for X runs, on top of the frame that waits, only work that X
+ * itself needs, so that nothing it runs can in turn wait for that frame; and it looks
+ * for such work along the whole chain of what X waits for:
  *  - X itself, if X is a job still queued in the worker's own pool (it claims it);
  *  - if X runs on another worker of the pool (a thief of the spawned child X, or the
  *    worker that took job X from a queue): a spawned task from the top of that
@@ -13,21 +14,35 @@
  *    between reading the slot and taking it (deque.c). This is leapfrogging (Wagner
  *    and Calder). A job found there is no part of X (jobs are detached): it goes back
  *    to the injector, for any worker.
- *  - if X is a job that may not run yet (a continuation, a when_all future): by the
- *    same rule, what X waits for (its antecedent, its inputs), and so on, which X
- *    needs as much: running it can wait for the waiting frame only if X itself does,
- *    a cycle that no scheduler can finish.
- * Nothing else: not the injector, not other deques, not the worker's own older tasks.
- * When it can help with nothing for a while it parks on X's word, looking again every
- * PARK_NS, and a spare thread stands in for it while other work waits (spare.h). A
- * timed wait runs nothing at all, not even X (whose completion may depend on what the
- * waiting frame does after its deadline): it parks, and returns by its deadline.
+ *  - if X is a job that may not run yet (a continuation, a when_all future): what X
+ *    waits for (its antecedent, its inputs), and so on with no limit of depth, which X
+ *    needs as much;
+ *  - if X is a job of another pool, running there: what its runner is blocked in (a
+ *    job, or a stolen child and then what that child's thief is blocked in), and so
+ *    on: the frames above X's on that thread are X's own work, so what they wait for
+ *    X needs. This is how a chain of waits across pools (A's task waits for B's job,
+ *    which waits for A's queued job) runs on the threads it has, as Java's
+ *    ForkJoinPool helps the chain of a join's stealers. A job of another pool is
+ *    never run here (it runs on its own pool's threads, with their hooks and indices);
+ *    within our own pool nobody's wait is followed, for its waiter follows it itself;
+ *  - for a group: its jobs queued at the bottom of our own deque or in the pool's
+ *    injector (the group keeps no list of its jobs; those elsewhere are in the deques
+ *    of threads that run them in time).
+ * Nothing else: not the injector at large, not other deques, not our own older tasks.
+ * When it can help with nothing it publishes what it is blocked in (for other pools'
+ * walkers), and after a while parks, looking again every PARK_NS and when the runner
+ * of what it follows blocks in turn; a spare stands in while work waits that nobody
+ * can run (spare.h). A timed wait runs nothing at all, not even X (whose completion
+ * may depend on what the waiting frame does after its deadline), and nobody follows
+ * it: it calls a stand-in at once when work waits, and returns by its deadline.
  *
  * Any other thread spins briefly, then sleeps on the future's futex. */
 #include "wait.h"
 
 #include <sched.h>
+#include <stdlib.h>
 
+#include "cancel.h"
 #include "clock.h"
 #include "futex.h"
 #include "future.h"
@@ -46,18 +61,27 @@ enum {
 	PATIENCE_SPINS = 256,
 	PATIENCE_YIELDS = 64,
 	HELP_RETRIES = 4,	/* tries on a thief that keeps winning races */
-	DEPS_DEPTH = 8,		/* how far a wait follows what its job waits for */
+	/* Jobs one walk looks at, at most: the chains of a program whose waits form
+	 * no cycle are finite, so only a cycle (a deadlock of the program's own) or a
+	 * graph of this size meets it; the next walk starts over. */
+	WALK_VISITS = 1 << 20,
+	WALK_INLINE = 16,	/* jobs a walk holds without allocating */
+	/* Stolen children followed through one thread after another, in one pool. */
+	HOPS_MAX = 4096,
+	/* futex bits: a wake of the walkers that follow a job's runner, and of
+	 * everyone else who sleeps on the job (heist__futex_wake_bits). */
+	WAKE_WALKERS = 2,
+	WAKE_OTHERS = 1,
 };
 /* A parked worker looks again this often: for work it may help with, and for work
  * that needs a stand-in. */
 #define PARK_NS ((uint64_t)200000)
-
-/* What a worker waits for: a spawned task (stolen) or a job. */
-struct awaited {
-	struct task *task;
-	struct heist_future *job;
-	struct heist_group *group;
-};
+/* Compensation's delay: how long a worker stays parked, its chain ending at a thread
+ * that runs, while the pool makes no progress and work waits, before it asks for a
+ * stand-in all the same. Long beside a chain's steps (microseconds), so a thread that
+ * is merely between its submit and its wait is never raced; short beside a task that
+ * blocks for real. */
+#define COMPENSATE_NS ((uint64_t)50 * 1000 * 1000)
 
 static bool
 awaited_done(const struct awaited *a)
@@ -71,10 +95,192 @@ awaited_done(const struct awaited *a)
 }
 
 static bool
-still_awaited(const void *a)
+task_pending(const void *t)
 {
-	return !awaited_done(a);
+	/* acquire: as awaited_done. */
+	return atomic_load_explicit(&((const struct task *)t)->state, memory_order_acquire) !=
+	       TASK_DONE;
 }
+
+static bool
+job_running(const void *j)
+{
+	/* seq_cst: the walker's load of the guard's Dekker pair (guard_check). */
+	return (atomic_load_explicit(&((const struct heist_future *)j)->state,
+				     memory_order_seq_cst) &
+		FUT_MASK) == FUT_RUNNING;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* What a thread is blocked in, for the walkers of other pools                        */
+
+/* The walker's side. A walker that learned that a job X runs on thread r (of another
+ * pool) reads r->blocked_in as a reader: it counts itself in r->readers, loads the
+ * pointer, and then checks that X still runs. blocked_in is set only while r is
+ * blocked at the top of its stack (published before it spins or parks, withdrawn
+ * before it runs anything on top), and r unpublished before it took X; so a pointer
+ * seen while X still runs was published above X's frame: what X needs. The awaited
+ * struct and what it names stay alive while r is blocked in it, and r does not leave
+ * the wait while a reader is in (withdraw). */
+static void
+read_in(struct worker *r)
+{
+	/* seq_cst: the reader's half of the Dekker pair with withdraw: either we see
+	 * blocked_in NULL, or withdraw sees us counted and waits. */
+	atomic_fetch_add_explicit(&r->readers, 1, memory_order_seq_cst);
+}
+
+static void
+read_out(struct worker *r)
+{
+	/* release: our reads of r's wait happen before the withdraw that sees 0. */
+	atomic_fetch_sub_explicit(&r->readers, 1, memory_order_release);
+}
+
+/* The waiter's side: blocked in a, at the top of its stack. release: what we did
+ * before (the end of a job we ran, say) is visible to a reader that sees a, so its
+ * check that the job still runs sees it ended. Then wake the walkers parked on the
+ * job we run, which follow its runner: they may run what we wait for. */
+static void
+publish(struct worker *w, const struct awaited *a)
+{
+	atomic_store_explicit(&w->blocked_in, a, memory_order_release);
+	struct heist_future *mine = heist__current_job;
+	/* relaxed: a hint; a walker that set the bit after this load naps PARK_NS. */
+	if (mine && (atomic_load_explicit(&mine->state, memory_order_relaxed) & FUT_WALKERS))
+		heist__futex_wake_bits(&mine->state, INT32_MAX, WAKE_WALKERS);
+}
+
+/* About to run something on top of the wait: no longer blocked. The wait's frame and
+ * what it awaits stay alive, so a reader still in may go on reading. release: before
+ * whatever we take next (a claim's CAS, a steal) in the order a reader sees it. */
+static void
+unpublish(struct worker *w)
+{
+	atomic_store_explicit(&w->blocked_in, NULL, memory_order_release);
+}
+
+/* The wait is over: nobody may read its frame once we return. */
+static void
+withdraw(struct worker *w)
+{
+	/* seq_cst store and loads: the waiter's half of the Dekker pair with read_in.
+	 * A reader reads a few words, then leaves, so this wait is short; acquire
+	 * (seq_cst) on the load that sees 0 pairs with the readers' release. */
+	atomic_store_explicit(&w->blocked_in, NULL, memory_order_seq_cst);
+	for (unsigned i = 0; atomic_load_explicit(&w->readers, memory_order_seq_cst); i++)
+		if (i < 64)
+			cpu_relax();
+		else
+			sched_yield();
+}
+
+/* The guard: before a walker reads a thread of another pool p, it names p in its own
+ * guard and then checks that a job of p still runs (guard_check). After its drain,
+ * p's destroy waits until no guard names p (heist__wait_walked), and no job of p runs
+ * then; so either the check fails, and the walker reads nothing of p, or destroy sees
+ * the guard and waits for it. Both seq_cst: in their single order, the guard's store
+ * precedes the check, which precedes the end of the job (or it would see it), which
+ * precedes the end of the drain and destroy's look at the guard. */
+static bool
+guard_check(struct worker *w, struct heist_pool *p, struct heist_future *x)
+{
+	atomic_store_explicit(&w->guard, p, memory_order_seq_cst);
+	return job_running(x);
+}
+
+static void
+guard_clear(struct worker *w)
+{
+	/* release: our reads of p's threads happen before destroy's look that sees
+	 * the guard cleared (seq_cst, so acquire). */
+	atomic_store_explicit(&w->guard, NULL, memory_order_release);
+}
+
+bool
+heist__wait_walked(struct heist_pool *p, struct heist_pool *pools)
+{
+	for (struct heist_pool *q = pools; q; q = q->next_all)
+		for (unsigned i = 0, n = heist__pool_slots_used(q); i < n; i++)
+			/* seq_cst: destroy's load of the guard pair above. */
+			if (atomic_load_explicit(&q->workers[i].guard, memory_order_seq_cst) == p)
+				return true;
+	return false;
+}
+
+/* How a chain of waits ends, as far as a walk sees: at something it may run (it runs
+ * that instead), at a thread that is running (not blocked: what we wait for is being
+ * worked on), or stuck (at a queued job of another pool, which only that pool's
+ * threads may run, or at a wait a walk does not follow). Only a waiter whose chain is
+ * stuck may ask for a stand-in at once (spare.h). */
+enum chain_end { END_RUNNING = 1, END_STUCK = 2 };
+
+/* What thread r, which runs what still(ctx) asks about, is blocked in, as a job we hold
+ * a reference to; through stolen children (r waits for a child, its thief waits for
+ * ...) within r's pool. NULL if r is not blocked in a job's wait, or what it ran has
+ * ended; *end then says how the chain ends there. If r is of another pool than ours,
+ * the caller holds the guard. */
+static struct heist_future *
+blocked_job(struct worker *r, bool (*still)(const void *ctx), const void *ctx,
+	    unsigned *end)
+{
+	struct worker *owner = NULL;	/* a thread we read in, whose frame holds ctx */
+	for (unsigned hops = 0; hops < HOPS_MAX; hops++) {
+		read_in(r);
+		/* seq_cst: the reader's load of the pair with withdraw. */
+		const struct awaited *a = atomic_load_explicit(&r->blocked_in,
+							      memory_order_seq_cst);
+		bool ok = a && still(ctx);	/* then a is above what ctx names */
+		if (owner)
+			read_out(owner);	/* ctx is no longer read */
+		owner = NULL;
+		if (!ok) {
+			read_out(r);
+			*end |= END_RUNNING;	/* running, or what it ran just ended */
+			return NULL;
+		}
+		if (a->job) {
+			struct heist_future *y = a->job;
+			heist__job_ref(y);	/* alive while r is blocked in it */
+			read_out(r);
+			return y;
+		}
+		if (!a->task) {
+			read_out(r);	/* a group: not followed */
+			*end |= END_STUCK;
+			return NULL;
+		}
+		/* acquire: pairs with the thief's release store (worker.c), after its
+		 * floor and before it runs the child. */
+		struct worker *q = task_thief(atomic_load_explicit(&a->task->thief,
+								   memory_order_acquire));
+		if (!q) {
+			read_out(r);
+			*end |= END_RUNNING;
+			return NULL;
+		}
+		owner = r;	/* keeps a->task, in r's frame, while we read q */
+		ctx = a->task;
+		still = task_pending;
+		r = q;
+	}
+	if (owner)
+		read_out(owner);
+	*end |= END_STUCK;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* What to run                                                                        */
+
+/* What a look found to run on top of the wait: a job of our pool to claim (held by a
+ * reference of ours unless it is the awaited job itself), or a task taken from a
+ * deque. */
+struct todo {
+	struct heist_future *claim;
+	bool claim_held;
+	struct task *stolen;
+};
 
 /* A job X may not run on top of the frame that found it: give it to any worker. */
 static void
@@ -84,72 +290,19 @@ requeue(struct worker *w, struct task *x)
 	heist__sleep_notify(&w->pool->sleep);
 }
 
-/* The worker running the awaited task, whose deque holds the task's own work at and
- * above *floor; NULL if none is known (not started yet, or a waiter claimed it).
- * acquire: pairs with the runner's release store, made after it set the floor. */
-static struct worker *
-runner_of(const struct awaited *a, int64_t *floor)
-{
-	struct worker *r;
-	if (a->job) {
-		r = atomic_load_explicit(&a->job->runner, memory_order_acquire);
-		if (r)
-			*floor = a->job->task.floor;
-	} else {
-		r = task_thief(atomic_load_explicit(&a->task->thief, memory_order_acquire));
-		if (r)
-			*floor = a->task->floor;
-	}
-	return r;
-}
-
-/* Claim the awaited job if it is still queued (and may run: not a continuation
- * waiting for its antecedent, nor a when_all). relaxed: peeks; heist__job_claim's CAS
- * decides, and REF_UNQUEUED is cleared before such a job can be queued. */
+/* A spawned task from the top of runner's deque, at or above floor, while still(ctx):
+ * the work of a task of our pool that runner runs. A job found there goes back to the
+ * injector (and counts as help: something moved). */
 static bool
-claim(struct worker *w, struct heist_future *j)
+help_runner(struct worker *w, struct worker *runner, int64_t floor,
+	    bool (*still)(const void *), const void *ctx, struct todo *td)
 {
-	return (atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) ==
-		       FUT_QUEUED &&
-	       !(atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_UNQUEUED) &&
-	       heist__job_claim(j, w);
-}
-
-/* A group's wait: the group's jobs at the bottom of our own deque (submitted by this
- * frame, say), which the frame requires. Anything else there is left alone: put back
- * where it was (taken first, so that we read no record a thief may have run and
- * freed meanwhile; there is room, since we just took it), and public again. */
-static bool
-help_group(struct worker *w, struct heist_group *g)
-{
-	struct task *x = heist__deque_pop(&w->dq);
-	if (!x)
-		return false;
-	/* relaxed: the kind never changes once queued (worker.c). */
-	if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB &&
-	    heist__group_owns(g, (struct heist_future *)x)) {
-		heist__worker_took(w, HEIST_PATH_HELPING, x, false);
-		heist__worker_run(w, x);
-		return true;
-	}
-	heist__deque_try_push(&w->dq, x);	/* cannot fail: its slot is free */
-	heist__worker_publish(w, 0);
-	return false;
-}
-
-/* A spawned task from the top of the deque of the worker that runs a's task, at or
- * above the floor it recorded, while a's task runs. */
-static bool
-help_runner(struct worker *w, const struct awaited *a)
-{
-	int64_t floor = 0;
-	struct worker *runner = runner_of(a, &floor);
 	if (!runner || runner == w)
 		return false;
 	for (int i = 0; i < HELP_RETRIES; i++) {
 		struct task *x;
 		counter_add(&w->stats.steal_attempts, 1);
-		switch (heist__deque_steal_above(&runner->dq, floor, still_awaited, a, &x,
+		switch (heist__deque_steal_above(&runner->dq, floor, still, ctx, &x,
 						 w->hazard)) {
 		case STEAL_OK:
 			counter_add(&w->stats.stolen, 1);
@@ -158,8 +311,7 @@ help_runner(struct worker *w, const struct awaited *a)
 				requeue(w, x);
 			} else {
 				w->stolen_from = runner->index;
-				heist__worker_took(w, HEIST_PATH_HELPING, x, true);
-				heist__worker_run(w, x);
+				td->stolen = x;
 			}
 			return true;
 		case STEAL_EMPTY:
@@ -172,69 +324,280 @@ help_runner(struct worker *w, const struct awaited *a)
 	return false;
 }
 
-static bool help_job(struct worker *w, struct heist_future *j, unsigned depth);
-
-struct dep_help {
+/* The walk: the jobs of the chain still to look at, each held by a reference. */
+struct walk {
 	struct worker *w;
-	unsigned depth;
+	struct heist_future **held;
+	size_t n, cap;
+	unsigned visits;
+	unsigned end;		/* enum chain_end bits, over every branch looked at */
+	/* The last job of another pool the walk reached, not final, held: where a
+	 * parked waiter sleeps (its runner's next wait, or its end, wakes it). */
+	struct heist_future *tip;
+	struct heist_future *inline_held[WALK_INLINE];
+};
+
+/* Hold d (alive: the caller keeps it so) for a later look. Without memory to hold it
+ * the walk leaves it out: a later walk looks again. */
+static void
+hold(void *ctx, struct heist_future *d)
+{
+	struct walk *k = ctx;
+	if (k->n == k->cap) {
+		size_t cap = k->cap * 2;
+		struct heist_future **h = k->held == k->inline_held ? malloc(cap * sizeof(*h))
+								    : realloc(k->held, cap * sizeof(*h));
+		if (!h)
+			return;
+		if (k->held == k->inline_held)
+			for (size_t i = 0; i < k->n; i++)
+				h[i] = k->held[i];
+		k->held = h;
+		k->cap = cap;
+	}
+	heist__job_ref(d);
+	k->held[k->n++] = d;
+}
+
+static void
+set_tip(struct walk *k, struct heist_future *j)
+{
+	if (k->tip == j)
+		return;
+	heist__job_ref(j);
+	if (k->tip)
+		heist__job_release(k->tip);
+	k->tip = j;
+}
+
+/* j runs on runner: hold what runner is blocked in, under the guard if runner is a
+ * thread of another pool. */
+static void
+follow(struct walk *k, struct heist_future *j, struct worker *runner)
+{
+	struct worker *w = k->w;
+	struct heist_pool *p = j->task.pool;	/* set before j was queued */
+	bool foreign = p != w->pool;
+	struct heist_future *y = NULL;
+	if (!foreign || guard_check(w, p, j))
+		y = blocked_job(runner, job_running, j, &k->end);
+	else
+		k->end |= END_RUNNING;	/* it has just ended */
+	if (foreign)
+		guard_clear(w);
+	if (y) {
+		hold(k, y);
+		heist__job_release(y);	/* hold took its own */
+	}
+}
+
+/* Look at job j (alive while we look): something to run in td, or more to look at. */
+static bool
+look(struct walk *k, struct heist_future *j, struct todo *td)
+{
+	struct worker *w = k->w;
+	k->visits++;
+	/* acquire: pairs with the final release; and with the take, for the runner. */
+	uint32_t s = atomic_load_explicit(&j->state, memory_order_acquire) & FUT_MASK;
+	bool own = j->task.pool == w->pool;
+	if (s == FUT_QUEUED) {
+		/* relaxed: REF_UNQUEUED is cleared before such a job is queued; the
+		 * claim's CAS decides. */
+		uint32_t refs = atomic_load_explicit(&j->refs, memory_order_relaxed);
+		if (refs & REF_UNQUEUED) {
+			size_t n = k->n;
+			heist__job_each_dep(j, hold, k);	/* not runnable yet */
+			if (k->n == n)
+				k->end |= END_RUNNING;	/* being made runnable now */
+			return false;
+		}
+		if (own) {
+			td->claim = j;
+			return true;
+		}
+		set_tip(k, j);
+		k->end |= END_STUCK;	/* only its own pool's threads may run it */
+		return false;
+	}
+	if (s != FUT_RUNNING)
+		return false;	/* final */
+	bool floor_known;
+	struct worker *r = heist__job_runner(j, &floor_known);
+	if (!r) {
+		k->end |= END_RUNNING;	/* its runner is about to say who it is */
+		return false;
+	}
+	if (own && floor_known && help_runner(w, r, j->task.floor, job_running, j, td))
+		return true;
+	if (!own)
+		set_tip(k, j);
+	follow(k, j, r);
+	return false;
+}
+
+/* Apply the rule to the awaited job and its chain. The awaited job is the caller's;
+ * every other one we look at we hold, and let go unless we claim it. */
+static bool
+walk_job(struct worker *w, struct heist_future *x, struct heist_future **tip,
+	 struct todo *td, unsigned *end)
+{
+	struct walk k = {.w = w, .cap = WALK_INLINE, .tip = *tip};
+	k.held = k.inline_held;
+	bool found = look(&k, x, td);
+	while (!found && k.n && k.visits < WALK_VISITS) {
+		struct heist_future *j = k.held[--k.n];
+		found = look(&k, j, td);
+		if (found && td->claim == j)
+			td->claim_held = true;	/* our reference goes with it */
+		else
+			heist__job_release(j);
+	}
+	if (!found && k.visits >= WALK_VISITS)
+		k.end |= END_STUCK;
+	while (k.n)
+		heist__job_release(k.held[--k.n]);
+	if (k.held != k.inline_held)
+		free(k.held);
+	*tip = k.tip;
+	*end |= k.end;
+	return found;
+}
+
+/* A group job of g, still queued in the injector: hold it and stop. (It is alive while
+ * the injector's consumer looks, heist__injector_find.) */
+struct group_match {
+	struct heist_group *g;
+	struct heist_future *found;
 };
 
 static bool
-help_dep(void *ctx, struct heist_future *d)
+queued_of_group(void *ctx, struct task *t)
 {
-	struct dep_help *h = ctx;
-	return help_job(h->w, d, h->depth);
+	struct group_match *m = ctx;
+	/* relaxed: the kind never changes once queued; the state is a peek, which
+	 * the claim's CAS decides. */
+	if (atomic_load_explicit(&t->state, memory_order_relaxed) != TASK_JOB)
+		return false;
+	struct heist_future *j = (struct heist_future *)t;
+	if ((atomic_load_explicit(&j->state, memory_order_relaxed) & FUT_MASK) != FUT_QUEUED ||
+	    !heist__group_owns(m->g, j))
+		return false;
+	heist__job_ref(j);
+	m->found = j;
+	return true;
 }
 
-/* The rule for a job j that we wait for, or that what we wait for waits for: j
- * itself, the work of j's runner, or, for a job that may not run yet (a continuation,
- * a when_all future), what it waits for in turn, DEPS_DEPTH deep at most. A job of
- * another pool runs on that pool's workers, and its runner may belong to a pool that
- * is gone once the job is done: we touch nothing but its state (its pool was set
- * before it was queued, and we, or the lease we read it through, hold it). */
+/* A group's wait: the group's jobs at the bottom of our own deque (submitted by this
+ * frame, say), which the frame requires; a job of another kind there goes to the
+ * injector, a spawned task stays where it was (taken first, so that we read no record
+ * a thief may have run and freed meanwhile; there is room, since we just took it) and
+ * public again. With `deep`, then the group's jobs queued in the injector. */
 static bool
-help_job(struct worker *w, struct heist_future *j, unsigned depth)
+help_group(struct worker *w, struct heist_group *g, bool deep, struct todo *td)
 {
-	if (j->task.pool != w->pool)
+	if (g->pool != w->pool)
+		return false;	/* another pool's group: its threads run its jobs */
+	struct task *x = heist__deque_pop(&w->dq);
+	if (x) {
+		/* relaxed: the kind never changes once queued (worker.c). */
+		if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB) {
+			if (heist__group_owns(g, (struct heist_future *)x)) {
+				heist__worker_took(w, HEIST_PATH_HELPING, x, false);
+				td->stolen = x;
+			} else {
+				requeue(w, x);
+			}
+			return true;
+		}
+		heist__deque_try_push(&w->dq, x);	/* cannot fail: its slot is free */
+		heist__worker_publish(w, 0);
+	}
+	if (!deep)
 		return false;
-	if (claim(w, j))
-		return true;
-	struct awaited a = {NULL, j, NULL};
-	if (help_runner(w, &a))
-		return true;
-	struct dep_help h = {w, depth + 1};
-	return depth < DEPS_DEPTH && heist__job_help_deps(j, help_dep, &h);
+	struct group_match m = {g, NULL};
+	if (!heist__injector_find(&w->pool->injector, queued_of_group, &m))
+		return false;	/* its other jobs: we cannot tell where (stuck) */
+	td->claim = m.found;
+	td->claim_held = true;
+	return true;
 }
 
-/* One step of the rule above. Returns whether it ran (or moved) something. A timed
- * wait runs nothing: even the awaited job may need the waiting frame to go on after
- * its deadline (to cancel it, say), so it may not be buried under that frame. */
+/* The stolen child t that we wait for: the work of its thief above t's floor, and then
+ * what the thief is blocked in, which t needs. */
 static bool
-help(struct worker *w, const struct awaited *a, bool timed)
+help_thief(struct worker *w, struct task *t, struct heist_future **tip, struct todo *td,
+	   unsigned *end)
 {
-	if (timed)
+	/* acquire: pairs with the thief's release store, made after it set floor. */
+	struct worker *thief = task_thief(atomic_load_explicit(&t->thief,
+							       memory_order_acquire));
+	if (!thief) {
+		*end |= END_RUNNING;
 		return false;
-	if (a->group)
-		return help_group(w, a->group);
+	}
+	if (help_runner(w, thief, t->floor, task_pending, t, td))
+		return true;
+	struct heist_future *y = blocked_job(thief, task_pending, t, end);
+	if (!y)
+		return false;
+	bool found = walk_job(w, y, tip, td, end);
+	if (found && td->claim == y)
+		td->claim_held = true;	/* our reference goes with it */
+	else
+		heist__job_release(y);
+	return found;
+}
+
+/* One look by the rule. Returns whether it found something to run (in td) or moved
+ * something; if not, *end says how the chain ends. deep: also the costlier looks (a
+ * group's injector scan). */
+static bool
+find(struct worker *w, const struct awaited *a, bool deep, struct heist_future **tip,
+     struct todo *td, unsigned *end)
+{
+	*end = 0;
+	if (a->group) {
+		*end = END_STUCK;
+		return help_group(w, a->group, deep, td);
+	}
 	if (a->job)
-		return help_job(w, a->job, 0);
-	return help_runner(w, a);
+		return walk_job(w, a->job, tip, td, end);
+	return help_thief(w, a->task, tip, td, end);
 }
 
-/* The value of job j's state word to sleep on, with FUT_WAITERS set so that the
- * finisher wakes us; 0 if j is done, or the word changed under us (look again).
- * relaxed: the bit only asks for a wake; the kernel's compare of the word orders the
- * sleep against the finisher's exchange, which reads the bit. */
+/* Run what find found, on top of the wait. */
+static void
+run(struct worker *w, struct todo *td)
+{
+	if (td->claim) {
+		heist__job_claim(td->claim, w);	/* nothing, if someone took it first */
+		if (td->claim_held)
+			heist__job_release(td->claim);
+	} else if (td->stolen) {
+		if (atomic_load_explicit(&td->stolen->state, memory_order_relaxed) != TASK_JOB)
+			heist__worker_took(w, HEIST_PATH_HELPING, td->stolen, true);
+		heist__worker_run(w, td->stolen);
+	}
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Parking                                                                            */
+
+/* The value of job j's state word to sleep on, with FUT_WAITERS (and, for a walker,
+ * FUT_WALKERS) set so that the finisher (and a runner that blocks) wakes us; 0 if j is
+ * done, or the word changed under us (look again). relaxed: the bits only ask for a
+ * wake; the kernel's compare of the word orders the sleep against the finisher's
+ * exchange, which reads them. */
 static uint32_t
-sleep_word(struct heist_future *j, uint32_t s)
+sleep_word(struct heist_future *j, uint32_t s, uint32_t bits)
 {
 	if ((s & FUT_MASK) >= FUT_DONE)
 		return 0;
-	if (!(s & FUT_WAITERS) &&
-	    !atomic_compare_exchange_strong_explicit(&j->state, &s, s | FUT_WAITERS,
+	if ((s & bits) != bits &&
+	    !atomic_compare_exchange_strong_explicit(&j->state, &s, s | bits,
 						     memory_order_relaxed, memory_order_relaxed))
 		return 0;
-	return s | FUT_WAITERS;
+	return s | bits;
 }
 
 /* Sleep on g's pending count for at most timeout_ns (0: no limit) unless it is 0.
@@ -247,21 +610,30 @@ group_sleep(struct heist_group *g, uint64_t timeout_ns)
 		heist__futex_wait(&g->pending, p, timeout_ns);
 }
 
-/* Sleep on the awaited task's word for at most timeout_ns unless it is done. For a
- * spawned task the mark is TASK_SLEEPER, which the thief's exchange reads (relaxed
- * CAS, for the reason given at sleep_word). */
+/* A walker sleeps on job j (the awaited one, or the tip of its chain in another pool)
+ * for at most timeout_ns: until j ends, or its runner blocks in a new wait. */
 static void
-nap(const struct awaited *a, uint64_t timeout_ns)
+walker_sleep(struct heist_future *j, uint64_t timeout_ns)
+{
+	uint32_t v = sleep_word(j, atomic_load_explicit(&j->state, memory_order_relaxed),
+				FUT_WAITERS | FUT_WALKERS);
+	if (v)
+		heist__futex_wait_bits(&j->state, v, timeout_ns, WAKE_WALKERS);
+}
+
+/* Sleep on what we wait for, for at most timeout_ns unless it is done. For a spawned
+ * task the mark is TASK_SLEEPER, which the thief's exchange reads (relaxed CAS, for
+ * the reason given at sleep_word). */
+static void
+nap(const struct awaited *a, struct heist_future *tip, uint64_t timeout_ns)
 {
 	if (a->group) {
 		group_sleep(a->group, timeout_ns);
 		return;
 	}
 	if (a->job) {
-		uint32_t v = sleep_word(a->job, atomic_load_explicit(&a->job->state,
-								     memory_order_relaxed));
-		if (v)
-			heist__futex_wait(&a->job->state, v, timeout_ns);
+		/* The tip ends before the awaited job can: a wake from it comes first. */
+		walker_sleep(tip && !heist__job_done(a->job) ? tip : a->job, timeout_ns);
 		return;
 	}
 	uint32_t s = TASK_PENDING;
@@ -272,71 +644,143 @@ nap(const struct awaited *a, uint64_t timeout_ns)
 	heist__futex_wait(&a->task->state, TASK_SLEEPER, timeout_ns);
 }
 
-/* Whether a parked worker should have a spare stand in for it: only when there is
- * work it leaves undone (queued in the injector or public in some deque) and no other
- * worker is idle to take it (searching or asleep: the sleep protocol wakes those). A
- * spare is no help to a lone fork-join computation: its work is the waiter's to
- * help with, by the rule. The guest slot is no worker of the pool's count. */
+/* A job taken already (claimed by a waiter, or cancelled) whose queue entry is still at
+ * the injector's head. */
+static bool
+taken_already(void *ctx, struct task *t)
+{
+	(void)ctx;
+	/* relaxed: the kind never changes once queued; the state is a peek (a taken
+	 * job never goes back to QUEUED). */
+	return atomic_load_explicit(&t->state, memory_order_relaxed) == TASK_JOB &&
+	       (atomic_load_explicit(&((struct heist_future *)t)->state,
+				     memory_order_relaxed) &
+		FUT_MASK) != FUT_QUEUED;
+}
+
+/* A job a waiter claimed stays where it was queued, and in the injector it would pass
+ * for work that waits (needs_stand_in; a chain's links, claimed one by one, pile up
+ * there). Take those off the head: running them runs nothing (heist__job_run skips a
+ * job taken already), so a waiter may do it on top of any frame. */
+static void
+drop_taken(struct worker *w)
+{
+	struct task *t;
+	while ((t = heist__injector_take_if(&w->pool->injector, taken_already, NULL)))
+		heist__worker_run(w, t);
+}
+
+/* Whether a parked thread should ask for a spare: only when there is work it leaves
+ * undone (queued in the injector or public in some deque) and no worker is idle to
+ * take it (searching or asleep: the sleep protocol wakes those). The guest slot is no
+ * thread of the pool's count. */
 static bool
 needs_stand_in(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
-	return !heist__worker_is_guest(w) && !heist__sleep_has_idle(&pool->sleep) &&
-	       heist__pool_work_visible(pool);
+	if (heist__worker_is_guest(w) || heist__sleep_has_idle(&pool->sleep))
+		return false;
+	drop_taken(w);
+	return heist__pool_work_visible(pool);
 }
 
 struct park {
-	bool parked;		/* in the parked phase of this wait */
-	bool stand_in;		/* a spare was asked to stand in for us */
+	bool parked;		/* counted among the pool's parked threads */
+	struct heist__vote vote;	/* our part in the stall rounds (spare.h) */
+	/* Compensation: since when our chain has ended at a running thread while the
+	 * pool made no progress (0: not so), and the progress then. */
+	uint64_t running_since;
+	uint64_t progress;
 };
 
-/* One nap of the parked phase; asks for a stand-in when needs_stand_in says so. */
+/* Count ourselves parked (once per stretch of parking). */
 static void
-park(struct worker *w, const struct awaited *a, struct park *p, uint64_t timeout_ns)
+park_enter(struct worker *w, struct park *p)
 {
-	if (!p->parked) {
-		heist__worker_flush_done(w);
-		counter_add(&w->stats.parks, 1);
-		p->parked = true;
-	}
-	if (!p->stand_in && needs_stand_in(w)) {
+	if (p->parked)
+		return;
+	heist__worker_flush_done(w);
+	counter_add(&w->stats.parks, 1);
+	if (!heist__worker_is_guest(w))
 		heist__spare_park(w->pool);
-		p->stand_in = true;
-	}
-	nap(a, timeout_ns);
+	p->parked = true;
 }
 
 static void
 unpark(struct worker *w, struct park *p)
 {
-	if (p->stand_in)
+	if (p->parked && !heist__worker_is_guest(w))
 		heist__spare_unpark(w->pool);
-	*p = (struct park){false, false};
+	p->parked = false;
 }
 
-/* The one helping wait: apply the rule until a is done or the deadline passes. */
+/* Whether a parked waiter whose chain ends at a running thread has waited long
+ * enough, with the pool making no progress, to stand for a stuck one: compensation, so
+ * that a worker parked on a long task (of another pool, say) does not leave queued work
+ * without a thread for long. Workers only: a spare parked so stands in for nobody. */
 static bool
-help_until(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
+compensate(struct worker *w, struct park *p, uint64_t progress)
 {
-	/* What we hold below this frame is not ours to run now: let others have it. */
-	if (heist__deque_private_count(&w->dq))
-		heist__worker_publish(w, 0);
-	bool timed = deadline_ns != HEIST_NEVER;
+	if (heist__worker_is_spare(w) || progress != p->progress || !p->running_since) {
+		p->progress = progress;
+		p->running_since = heist__now_ns();
+		return false;
+	}
+	return heist__now_ns() - p->running_since >= COMPENSATE_NS;
+}
+
+/* One nap of the parked phase of an untimed wait, after a vote for a stand-in if work
+ * waits that nobody may run (spare.h). `before` is the pool's progress from before the
+ * look that found nothing, and `end` how that look saw the chain end: a vote counts
+ * only for a look that saw the pool as it is (work that came during the look, the
+ * next link of a chain say, may be ours to run). */
+static void
+park(struct worker *w, const struct awaited *a, struct park *p, struct heist_future *tip,
+     uint64_t before, unsigned end)
+{
+	park_enter(w, p);
+	if (needs_stand_in(w) && heist__pool_progress(w->pool) == before) {
+		bool stuck = (end & END_STUCK) && !(end & END_RUNNING);
+		if (!stuck)
+			stuck = compensate(w, p, before);
+		else
+			p->running_since = 0;
+		heist__spare_vote(w->pool, before, &p->vote, stuck);
+	} else {
+		p->running_since = 0;
+	}
+	nap(a, tip, PARK_NS);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The helping wait                                                                   */
+
+/* An untimed wait: apply the rule until a is done; between looks, spin, then yield,
+ * then park. */
+static void
+help_until_done(struct worker *w, const struct awaited *a)
+{
 	unsigned idle = 0;
-	struct park p = {false, false};
+	struct park p = {false, {0, false}, 0, 0};
+	struct heist_future *tip = NULL;	/* held: see struct walk */
+	bool shown = false, ever_shown = false;	/* published in blocked_in */
 	while (!awaited_done(a)) {
-		if (help(w, a, timed)) {
+		struct todo td = {NULL, false, NULL};
+		bool parking = idle >= PATIENCE_SPINS + PATIENCE_YIELDS;
+		uint64_t before = parking ? heist__pool_progress(w->pool) : 0;
+		unsigned end;
+		if (find(w, a, idle == 0 || parking, &tip, &td, &end)) {
+			if (shown)
+				unpublish(w);
+			shown = false;
 			unpark(w, &p);
+			run(w, &td);
 			idle = 0;
 			continue;
 		}
-		uint64_t left = PARK_NS;
-		if (timed) {
-			uint64_t now = heist__now_ns();
-			if (now >= deadline_ns)
-				break;
-			if (deadline_ns - now < left)
-				left = deadline_ns - now;
+		if (!shown) {
+			publish(w, a);
+			shown = ever_shown = true;
 		}
 		if (idle < PATIENCE_SPINS) {
 			heist__backoff(idle++);
@@ -344,18 +788,66 @@ help_until(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 			sched_yield();
 			idle++;
 		} else {
-			park(w, a, &p, left);
+			park(w, a, &p, tip, before, end);
+		}
+	}
+	unpark(w, &p);
+	if (ever_shown)
+		withdraw(w);
+	if (tip)
+		heist__job_release(tip);
+}
+
+/* A timed wait runs nothing: even the awaited job may need the waiting frame to go on
+ * after its deadline (to cancel it, say), so it may not be buried under that frame;
+ * nor is it published, for the same reason (a walker would run what it waits for).
+ * If work waits that nobody may run, a stand-in is called at once (spare.h). */
+static bool
+wait_timed(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
+{
+	unsigned idle = 0;
+	struct park p = {false, {0, false}, 0, 0};
+	while (!awaited_done(a)) {
+		uint64_t now = heist__now_ns();
+		if (now >= deadline_ns)
+			break;
+		if (!p.parked) {
+			park_enter(w, &p);
+			if (needs_stand_in(w))
+				heist__spare_call(w->pool);
+		}
+		uint64_t left = deadline_ns - now < PARK_NS ? deadline_ns - now : PARK_NS;
+		if (idle < PATIENCE_SPINS) {
+			heist__backoff(idle++);
+		} else if (idle < PATIENCE_SPINS + PATIENCE_YIELDS) {
+			sched_yield();
+			idle++;
+		} else {
+			nap(a, NULL, left);
 		}
 	}
 	unpark(w, &p);
 	return awaited_done(a);
 }
 
+/* The one helping wait. */
+static bool
+help_until(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
+{
+	/* What we hold below this frame is not ours to run now: let others have it. */
+	if (heist__deque_private_count(&w->dq))
+		heist__worker_publish(w, 0);
+	if (deadline_ns != HEIST_NEVER)
+		return wait_timed(w, a, deadline_ns);
+	help_until_done(w, a);
+	return true;
+}
+
 void
 heist__wait_group(struct heist_group *g)
 {
 	struct worker *w = heist__current();
-	if (w) {	/* a worker of another pool finds none of g's jobs, and parks */
+	if (w) {
 		struct awaited a = {NULL, NULL, g};
 		help_until(w, &a, HEIST_NEVER);
 		return;
@@ -374,7 +866,8 @@ heist__wait_stolen(struct worker *w, struct task *t)
 
 /* An outside thread's wait: spin a few microseconds (a result from a hot worker
  * arrives in well under one), then sleep: spinning longer can keep a worker that the
- * kernel woke on this CPU from running the very task we wait for. */
+ * kernel woke on this CPU from running the very task we wait for. It sleeps with the
+ * WAKE_OTHERS bit, so that the wakes meant for walkers (publish) pass it by. */
 static bool
 block(struct heist_future *j, uint64_t deadline_ns)
 {
@@ -398,12 +891,12 @@ block(struct heist_future *j, uint64_t deadline_ns)
 				return false;
 			timeout = deadline_ns - now;
 		}
-		uint32_t v = sleep_word(j, s);
+		uint32_t v = sleep_word(j, s, FUT_WAITERS);
 		if (!v)
 			continue;	/* it changed: look again */
 		/* The kernel sleeps only while the word still reads v; the finishing
 		 * exchange changes it and then sees WAITERS and wakes us. */
-		heist__futex_wait(&j->state, v, timeout);
+		heist__futex_wait_bits(&j->state, v, timeout, WAKE_OTHERS);
 	}
 }
 

@@ -11,6 +11,23 @@
 struct worker;
 struct task;
 struct heist_future;
+struct heist_group;
+struct heist_pool;
+
+/* What a thread waits for: a spawned task (stolen), a job, or a group. One lives in
+ * the frame of every wait on a worker; a wait that cannot help publishes it in its
+ * worker's blocked_in (worker.h) for walkers to follow. */
+struct awaited {
+	struct task *task;
+	struct heist_future *job;
+	struct heist_group *group;
+};
+
+/* Whether some thread of any pool is reading through pool p's threads (a walk across
+ * pools, wait.c), as its guard names p. pool.c's destroy waits, after the drain, until
+ * none does; the caller holds the registry's lock, so the pools it passes in `pools`
+ * (a list linked by next_all) are alive. */
+bool heist__wait_walked(struct heist_pool *p, struct heist_pool *pools);
 
 /* Wait for job j on the calling thread, whatever it is. deadline_ns: a
  * heist__now_ns() time, or HEIST_NEVER (clock.h). Returns whether j is done. */
@@ -18,8 +35,6 @@ bool heist__wait_job(struct heist_future *j, uint64_t deadline_ns);
 
 /* heist_sync's wait for a spawned task that a thief took; returns its result. */
 int heist__wait_stolen(struct worker *w, struct task *t);
-
-struct heist_group;
 
 /* Wait until every job of group g is final, on the calling thread, whatever it is. */
 void heist__wait_group(struct heist_group *g);

@@ -167,7 +167,8 @@ take_injector(struct worker *w)
 	size_t k = heist__injector_take(&pool->injector, batch, want);
 	if (!k)
 		return NULL;
-	if (heist__worker_is_spare(w) && heist__spare_surplus(&pool->spares)) {
+	if (heist__worker_is_spare(w) && !w->stand_in_owed &&
+	    heist__spare_surplus(&pool->spares)) {
 		/* Asked again after the take, whose acquire orders this look after
 		 * whatever the submitter saw: a worker that has stopped waiting since
 		 * no longer needs us, and gets these. */
@@ -202,6 +203,19 @@ heist__pool_work_visible(struct heist_pool *pool)
 		if (heist__deque_has_public(&pool->workers[i].dq))
 			return true;
 	return false;
+}
+
+uint64_t
+heist__pool_progress(struct heist_pool *pool)
+{
+	/* relaxed: counters (internal.h); a stale sum costs one more round of votes. */
+	uint64_t sum = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed);
+	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n; i++) {
+		const struct worker *w = &pool->workers[i];
+		sum += counter_read(&w->stats.executed) + counter_read(&w->stats.pairs) +
+		       counter_read(&w->stats.stolen) + counter_read(&w->stats.injector_pops);
+	}
+	return sum;
 }
 
 static void
@@ -239,14 +253,16 @@ sleep_until_woken(struct worker *w)
 }
 
 /* Whether the loop should end: the pool stopped, or w is a spare the pool no longer
- * needs. relaxed: stop is set only once everything has run, so a late look costs a
- * round (the sleep path looks with seq_cst); surplus is a hint (spare.h). */
+ * needs (once it has looked for work since it was called). relaxed: stop is set only
+ * once everything has run, so a late look costs a round (the sleep path looks with
+ * seq_cst); surplus is a hint (spare.h). */
 static bool
 loop_done(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
 	return atomic_load_explicit(&pool->stop, memory_order_relaxed) ||
-	       (heist__worker_is_spare(w) && heist__spare_surplus(&pool->spares));
+	       (heist__worker_is_spare(w) && !w->stand_in_owed &&
+		heist__spare_surplus(&pool->spares));
 }
 
 /* The main loop's source of tasks. NULL when the loop should end (loop_done). A spare
@@ -282,6 +298,12 @@ next_task(struct worker *w)
 			}
 			heist__backoff_long(round, pool->spin / 2);
 		}
+		if (heist__worker_is_spare(w)) {
+			/* A whole search found nothing: a spare retires rather than sleep
+			 * where nobody would tell it that it is surplus (spare.h). */
+			stop_searching(pool);
+			return NULL;
+		}
 		heist__sleep_prepare(&pool->sleep, w->index);
 		if (work_visible(pool) && heist__sleep_cancel(&pool->sleep, w->index)) {
 			if (loop_done(w)) {
@@ -298,8 +320,10 @@ void
 heist__worker_loop(struct worker *w)
 {
 	struct task *t;
-	while ((t = next_task(w)))
+	while ((t = next_task(w))) {
+		w->stand_in_owed = false;	/* a spare's first look found work */
 		heist__worker_run(w, t);
+	}
 	heist__worker_flush_done(w);
 }
 

@@ -15,6 +15,7 @@
 
 struct heist_pool;
 struct heist_future;
+struct awaited;
 
 struct worker {
 	struct deque dq;		/* first: its owner line is the hottest */
@@ -54,6 +55,21 @@ struct worker {
 	pthread_t thread;
 	const struct victims *victims;	/* whom to steal from (topology.h) */
 	int bind_error;			/* written before pool create returns */
+	/* A spare just called to stand in (spare.c): it looks for work at least once
+	 * before it may find itself surplus, so that a stand-in called by a short
+	 * timed wait outlives that wait. Owner only. */
+	bool stand_in_owed;
+
+	/* Waiting (wait.c), on a line of its own: what this thread is blocked in,
+	 * for the walkers of other pools that follow chains of waits through it; how
+	 * many such walkers are reading through it now (its wait does not end before
+	 * they are out); and the pool whose threads this thread's own walk reads at
+	 * the moment, which that pool's destroy waits to see cleared (pool.c). This
+	 * thread writes blocked_in and guard; walkers count themselves in readers;
+	 * destroy reads guard. */
+	CACHE_ALIGNED const struct awaited *_Atomic blocked_in;
+	_Atomic uint32_t readers;
+	struct heist_pool *_Atomic guard;
 };
 
 /* The worker running on this thread lives in heist/inline.h's heist__self_v1, a void
@@ -128,6 +144,10 @@ heist__worker_pop(struct worker *w)
 /* Anything queued in the injector or public in some deque, without asking owners to
  * publish. Issues a seq_cst fence first (sleep.h's step (2) for a searcher). */
 bool heist__pool_work_visible(struct heist_pool *pool);
+
+/* A number that changes whenever the pool makes progress: a task started, a steal,
+ * an injector take, a submission from outside. For the stall test of spare.h. */
+uint64_t heist__pool_progress(struct heist_pool *pool);
 
 /* Report the jobs w finished to the pool's count (submit.c), before w idles. */
 void heist__worker_flush_done(struct worker *w);

@@ -636,7 +636,7 @@ create_reports_thread_creation_failure(void **state)
 /* ---------------------------------------------------------------------------------- */
 /* Worker hooks and per-thread statistics                                             */
 
-enum { HOOK_SLOTS = 64 };
+enum { HOOK_SLOTS = 2 + 1 + 256 };	/* workers, guest, the default max_spares */
 
 struct hooks {
 	atomic_uint starts[HOOK_SLOTS], stops[HOOK_SLOTS];

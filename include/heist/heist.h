@@ -652,6 +652,10 @@ struct heist_stats {
 				       work is in the totals above */
 	uint64_t spares_started;  /**< spare threads started since the pool was created */
 	uint64_t parks;		  /**< waits in which a worker parked, helping with nothing */
+	uint64_t spares_exhausted; /**< times queued work needed a stand-in while every
+				       spare was in use (or max_spares was
+				       HEIST_SPARES_NONE): the first is also reported on
+				       stderr (see max_spares) (@since 0.1) */
 };
 
 /**

@@ -1,0 +1,871 @@
+/* test-live.c - liveness: waits that always finish (src/wait.c, src/spare.c,
+ * docs/architecture.md's theorem), with a bounded number of threads. The shapes that
+ * hung before transitive helping: chains of waits across two pools (a task of A runs a
+ * job of B, whose task runs a job of A, ...), loops of short timed waits, chains of
+ * continuations and when_all futures deeper than any fixed limit, nested timed polls;
+ * each at several depths, from one and two outside threads, on one- and two-worker
+ * pools, with the default max_spares and with HEIST_SPARES_NONE where the theorem says
+ * the shape needs no spare. Every result is exact, and the peak number of the pools'
+ * threads (counted by the start and stop hooks, and read in /proc/self/task) stays
+ * within the theorem's bound. Also: a spare that ran queued jobs exits after its
+ * keep-alive; a stand-in that cannot be had is counted and said once on stderr; what
+ * a submit from a hook does; a when_all whose pool is destroyed first; and a walk
+ * across pools racing the destroy of the pool it walks (for ASan and TSan).
+ *
+ * Rules: nothing passes because something was fast. Outside threads wait with a
+ * watchdog (WATCHDOG_NS), so a hang fails the test instead of stopping the suite. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* meson passes it too */
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "spare.h"	/* heist__spare_keepalive_ns */
+
+#define WATCHDOG_NS (60ull * 1000 * 1000 * 1000)
+#define DEFAULT_SPARES 0u	/* heist_config.max_spares: the default bound */
+
+/* ---------------------------------------------------------------------------------- */
+/* Counting the pools' threads                                                        */
+
+static atomic_int live_threads, peak_threads;
+
+static void
+thread_started(void *ctx, unsigned index)
+{
+	(void)ctx;
+	(void)index;
+	int n = atomic_fetch_add(&live_threads, 1) + 1;
+	int p = atomic_load(&peak_threads);
+	while (n > p && !atomic_compare_exchange_weak(&peak_threads, &p, n))
+		;
+}
+
+static void
+thread_stopped(void *ctx, unsigned index)
+{
+	(void)ctx;
+	(void)index;
+	atomic_fetch_sub(&live_threads, 1);
+}
+
+static heist_pool *
+counted_pool(unsigned threads, unsigned max_spares)
+{
+	struct heist_config cfg = {.threads = threads, .max_spares = max_spares,
+				   .on_worker_start = thread_started,
+				   .on_worker_stop = thread_stopped};
+	return make_pool_cfg(&cfg);
+}
+
+/* The threads of this process now. */
+static int
+tasks_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A sampler of /proc/self/task while a shape runs. */
+struct sampler {
+	pthread_t th;
+	atomic_bool stop;
+	atomic_int peak;
+};
+
+static void *
+sampler_main(void *arg)
+{
+	struct sampler *s = arg;
+	while (!atomic_load(&s->stop)) {
+		int n = tasks_now();
+		if (n > atomic_load(&s->peak))
+			atomic_store(&s->peak, n);
+		nap(200 * 1000);
+	}
+	return NULL;
+}
+
+static void
+sampler_start(struct sampler *s)
+{
+	atomic_init(&s->stop, false);
+	atomic_init(&s->peak, 0);
+	assert_int_equal(pthread_create(&s->th, NULL, sampler_main, s), 0);
+}
+
+static int
+sampler_stop(struct sampler *s)
+{
+	atomic_store(&s->stop, true);
+	pthread_join(s->th, NULL);
+	return atomic_load(&s->peak);
+}
+
+/* The pools' threads now are the peak from here on. */
+static void
+peak_reset(void)
+{
+	atomic_store(&peak_threads, atomic_load(&live_threads));
+}
+
+/* Outside threads that each submit one job and wait for it with the watchdog. */
+struct outside {
+	pthread_t th;
+	heist_pool *pool;
+	heist_fn fn;
+	void *arg;
+	atomic_int result;
+	atomic_bool hung;
+};
+
+static void *
+outside_main(void *arg)
+{
+	struct outside *o = arg;
+	heist_future *f;
+	int err = heist_submit(o->pool, o->fn, o->arg, &f);
+	if (err) {
+		atomic_store(&o->result, -10000 - err);
+		return NULL;
+	}
+	if (!heist_future_wait_for(f, WATCHDOG_NS)) {
+		atomic_store(&o->hung, true);
+		return NULL;	/* leave f: its task may still run */
+	}
+	atomic_store(&o->result, heist_future_wait(f));
+	heist_future_release(f);
+	return NULL;
+}
+
+/* Run n outside threads at once; fail on a hang. */
+static void
+run_outside(struct outside *o, int n)
+{
+	for (int i = 0; i < n; i++) {
+		atomic_init(&o[i].result, -1);
+		atomic_init(&o[i].hung, false);
+		assert_int_equal(pthread_create(&o[i].th, NULL, outside_main, &o[i]), 0);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(o[i].th, NULL);
+	for (int i = 0; i < n; i++)
+		if (atomic_load(&o[i].hung))
+			fail_msg("an outside wait did not finish in 60 s: the shape hung");
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Chains of waits across two pools                                                   */
+
+/* Level k runs on pool[(start + k) % 2] and enters the other pool for level k + 1,
+ * through heist_run or through heist_submit and heist_future_wait; the last level
+ * returns 0, each other one its child's result + 1: the root returns the depth. */
+struct chain {
+	heist_pool *pool[2];
+	int depth;
+	bool via_run;
+};
+
+struct link {
+	const struct chain *c;
+	int level;
+	int side;
+};
+
+static int
+link_task(void *arg)
+{
+	const struct link *l = arg;
+	const struct chain *c = l->c;
+	if (l->level == c->depth)
+		return 0;
+	struct link next = {c, l->level + 1, !l->side};
+	heist_pool *to = c->pool[next.side];
+	int r;
+	if (c->via_run) {
+		r = heist_run(to, link_task, &next);
+	} else {
+		heist_future *f;
+		int err = heist_submit(to, link_task, &next, &f);
+		if (err)
+			return -10000 - err;
+		r = heist_future_wait(f);
+		heist_future_release(f);
+	}
+	return r < 0 ? r : r + 1;
+}
+
+struct chain_run {
+	int depth;
+	unsigned workers;	/* per pool */
+	unsigned max_spares;
+	int outside;		/* 1 or 2 */
+	bool cross_start;	/* the second outside thread starts at pool 1 */
+	bool via_run;
+};
+
+/* The theorem's bound for a chain (docs/architecture.md): a pool runs its workers and
+ * at most one stand-in per chain beyond the first; a chain's own links need none. */
+static int
+chain_bound(const struct chain_run *r)
+{
+	return 2 * (int)r->workers + 2 * (r->outside - 1);
+}
+
+static void
+run_chain(const struct chain_run *r)
+{
+	struct sampler s;
+	int base = tasks_now();
+	sampler_start(&s);
+	struct chain c = {{counted_pool(r->workers, r->max_spares),
+			   counted_pool(r->workers, r->max_spares)},
+			  r->depth, r->via_run};
+	peak_reset();
+	struct link roots[2] = {{&c, 0, 0}, {&c, 0, r->cross_start ? 1 : 0}};
+	struct outside o[2];
+	for (int i = 0; i < r->outside; i++)
+		o[i] = (struct outside){.pool = c.pool[roots[i].side], .fn = link_task,
+					.arg = &roots[i]};
+	run_outside(o, r->outside);
+	int peak = atomic_load(&peak_threads);
+	int proc = sampler_stop(&s);
+	for (int i = 0; i < r->outside; i++)
+		assert_int_equal(atomic_load(&o[i].result), r->depth);
+	struct heist_stats st[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(heist_pool_stats(c.pool[i], &st[i]), 0);
+	heist_pool_destroy(c.pool[0]);
+	heist_pool_destroy(c.pool[1]);
+	if (peak > chain_bound(r) || proc > base + 1 + r->outside + chain_bound(r) + 1)
+		fail_msg("chain depth %d, %u workers, %d outside, spares %u: %d pool threads "
+			 "at once (%d in /proc over a base of %d), bound %d; spares started %llu "
+			 "and %llu", r->depth, r->workers, r->outside, r->max_spares, peak, proc,
+			 base, chain_bound(r), (unsigned long long)st[0].spares_started,
+			 (unsigned long long)st[1].spares_started);
+	if (r->max_spares == HEIST_SPARES_NONE)
+		assert_int_equal(st[0].spares_started + st[1].spares_started, 0);
+}
+
+static const int chain_depths[] = {16, 64, 200, 1000};
+
+static void
+chains_across_pools_finish_on_the_threads_they_have(void **state)
+{
+	(void)state;
+	static const unsigned spares[] = {DEFAULT_SPARES, HEIST_SPARES_NONE};
+	for (size_t d = 0; d < sizeof(chain_depths) / sizeof(chain_depths[0]); d++)
+		for (unsigned workers = 1; workers <= 2; workers++)
+			for (int sp = 0; sp < 2; sp++)
+				for (int outside = 1; outside <= 2; outside++)
+					for (int via = 0; via < 2; via++)
+						run_chain(&(struct chain_run){
+							.depth = chain_depths[d],
+							.workers = workers,
+							.max_spares = spares[sp],
+							.outside = outside,
+							.via_run = via});
+}
+
+/* Two chains that start in different pools: each pool's only worker waits for a job
+ * queued in the other one, which no thread of that pool can reach. This is the
+ * deadlock of any two fixed-size thread pools; a stand-in breaks it (one per pool at
+ * most), so it needs spares, and finishes with them. */
+static void
+chains_started_in_both_pools_finish_with_a_stand_in_each(void **state)
+{
+	(void)state;
+	for (size_t d = 0; d < sizeof(chain_depths) / sizeof(chain_depths[0]); d++)
+		for (unsigned workers = 1; workers <= 2; workers++)
+			run_chain(&(struct chain_run){.depth = chain_depths[d],
+						      .workers = workers,
+						      .max_spares = DEFAULT_SPARES,
+						      .outside = 2, .cross_start = true});
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Loops of short timed waits                                                         */
+
+static int
+answer(void *arg)
+{
+	(void)arg;
+	return 42;
+}
+
+/* A task that submits a job to its own pool and polls it with timed waits of step_ns
+ * until it is done; with depth > 1 the job is itself such a poller, one level down. */
+struct poll {
+	heist_pool *pool;
+	uint64_t step_ns;
+	int depth;
+};
+
+struct poll_level {
+	const struct poll *p;
+	int level;
+};
+
+static int
+poller(void *arg)
+{
+	const struct poll_level *l = arg;
+	const struct poll *p = l->p;
+	struct poll_level next = {p, l->level + 1};
+	heist_future *f;
+	int err = next.level < p->depth ? heist_submit(p->pool, poller, &next, &f)
+					: heist_submit(p->pool, answer, NULL, &f);
+	if (err)
+		return -10000 - err;
+	while (!heist_future_wait_for(f, p->step_ns))
+		;
+	int r = heist_future_wait(f);
+	heist_future_release(f);
+	return r;
+}
+
+static void
+run_polls(unsigned workers, unsigned max_spares, int outside, uint64_t step_ns, int depth)
+{
+	struct sampler s;
+	int base = tasks_now();
+	sampler_start(&s);
+	struct poll p = {counted_pool(workers, max_spares), step_ns, depth};
+	peak_reset();
+	struct poll_level root = {&p, 0};
+	struct outside o[2];
+	for (int i = 0; i < outside; i++)
+		o[i] = (struct outside){.pool = p.pool, .fn = poller, .arg = &root};
+	run_outside(o, outside);
+	int peak = atomic_load(&peak_threads);
+	int proc = sampler_stop(&s);
+	for (int i = 0; i < outside; i++)
+		assert_int_equal(atomic_load(&o[i].result), 42);
+	heist_pool_destroy(p.pool);
+	/* The theorem: each timed wait that cannot finish alone holds its thread; the
+	 * pool runs its workers, and a stand-in per poll beyond them. */
+	int bound = (int)workers + outside * depth;
+	if (peak > bound || proc > base + 1 + outside + bound + 1)
+		fail_msg("polls of %llu ns, depth %d, %u workers, %d outside: %d pool threads "
+			 "at once (%d in /proc over %d), bound %d", (unsigned long long)step_ns,
+			 depth, workers, outside, peak, proc, base, bound);
+}
+
+static const uint64_t poll_steps[] = {1000, 10 * 1000, 100 * 1000, 1000 * 1000};
+
+static void
+loops_of_short_timed_waits_make_progress(void **state)
+{
+	(void)state;
+	for (size_t k = 0; k < sizeof(poll_steps) / sizeof(poll_steps[0]); k++) {
+		for (int outside = 1; outside <= 2; outside++)
+			run_polls(1, DEFAULT_SPARES, outside, poll_steps[k], 1);
+		/* Without spares, another worker that is free runs the job. */
+		run_polls(2, HEIST_SPARES_NONE, 1, poll_steps[k], 1);
+	}
+}
+
+static void
+nested_timed_polls_take_one_thread_each(void **state)
+{
+	(void)state;
+	static const int depths[] = {4, 16};
+	for (size_t d = 0; d < sizeof(depths) / sizeof(depths[0]); d++)
+		for (int outside = 1; outside <= 2; outside++)
+			run_polls(1, DEFAULT_SPARES, outside, 10 * 1000, depths[d]);
+}
+
+static void
+nested_timed_polls_take_one_thread_each_slow(void **state)
+{
+	(void)state;
+	run_polls(1, DEFAULT_SPARES, 1, 10 * 1000, 64);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Chains of continuations and when_all futures                                       */
+
+enum chain_kind { THEN, WHEN_ALL, MIXED };
+
+/* Link k of a dependency chain: a continuation of link k - 1 (which returns its
+ * antecedent's result + 1), or a when_all of link k - 1 and a job that returns 0. */
+struct deps {
+	heist_pool *pool;
+	int depth;
+	enum chain_kind kind;
+	heist_future **f;	/* depth + 1 links; f[0] is a job that returns 1 */
+	heist_future **extra;	/* when_all's second inputs */
+	atomic_int extras_ran;
+};
+
+static int
+plus_one(void *arg)
+{
+	int r = heist_future_wait(*(heist_future **)arg);	/* done: at once */
+	return r < 0 ? r : r + 1;
+}
+
+static int
+extra_job(void *arg)
+{
+	atomic_fetch_add(&((struct deps *)arg)->extras_ran, 1);
+	return 0;
+}
+
+static bool
+link_is_then(const struct deps *d, int k)
+{
+	return d->kind == THEN || (d->kind == MIXED && k % 2);
+}
+
+/* Build the chain and wait for its last link; returns the last link's result. On a
+ * one-worker pool and from a task, nothing of it can have run before the wait. */
+static int
+build_and_wait(void *arg)
+{
+	struct deps *d = arg;
+	int err = heist_submit(d->pool, ret_int, (void *)1, &d->f[0]);
+	if (err)
+		return -10000 - err;
+	for (int k = 1; k <= d->depth; k++) {
+		if (link_is_then(d, k)) {
+			err = heist_future_then(d->f[k - 1], plus_one, &d->f[k - 1], &d->f[k]);
+		} else {
+			err = heist_submit(d->pool, extra_job, d, &d->extra[k]);
+			heist_future *in[2] = {d->f[k - 1], d->extra[k]};
+			if (!err)
+				err = heist_when_all(d->pool, in, 2, &d->f[k]);
+		}
+		if (err)
+			return -20000 - err;
+	}
+	return heist_future_wait(d->f[d->depth]);
+}
+
+/* What the last link returns: every continuation adds one to its antecedent, a
+ * when_all gives its first input's (nonzero) result. */
+static int
+deps_expected(const struct deps *d)
+{
+	int r = 1;
+	for (int k = 1; k <= d->depth; k++)
+		r += link_is_then(d, k);
+	return r;
+}
+
+static void
+deps_free(struct deps *d)
+{
+	for (int k = 0; k <= d->depth; k++) {
+		heist_future_release(d->f[k]);
+		heist_future_release(d->extra[k]);
+	}
+	free(d->f);
+	free(d->extra);
+}
+
+static int
+extras_expected(const struct deps *d)
+{
+	int n = 0;
+	for (int k = 1; k <= d->depth; k++)
+		n += !link_is_then(d, k);
+	return n;
+}
+
+/* One chain per outside thread, each built and waited for by a task of a one-worker
+ * pool without spares: its waiter alone runs it all. */
+static void
+run_deps(int depth, enum chain_kind kind, int outside, unsigned max_spares)
+{
+	heist_pool *pool = counted_pool(1, max_spares);
+	peak_reset();
+	struct deps d[2];
+	struct outside o[2];
+	for (int i = 0; i < outside; i++) {
+		d[i] = (struct deps){.pool = pool, .depth = depth, .kind = kind,
+				     .f = calloc((size_t)depth + 1, sizeof(heist_future *)),
+				     .extra = calloc((size_t)depth + 1, sizeof(heist_future *))};
+		assert_non_null(d[i].f);
+		assert_non_null(d[i].extra);
+		o[i] = (struct outside){.pool = pool, .fn = build_and_wait, .arg = &d[i]};
+	}
+	run_outside(o, outside);
+	for (int i = 0; i < outside; i++) {
+		assert_int_equal(atomic_load(&o[i].result), deps_expected(&d[i]));
+		/* A when_all's inputs all ran before it was done. */
+		assert_int_equal(atomic_load(&d[i].extras_ran), extras_expected(&d[i]));
+	}
+	int peak = atomic_load(&peak_threads);
+	struct heist_stats st;
+	assert_int_equal(heist_pool_stats(pool, &st), 0);
+	heist_pool_destroy(pool);
+	for (int i = 0; i < outside; i++)
+		deps_free(&d[i]);
+	if (max_spares == HEIST_SPARES_NONE)
+		assert_int_equal(st.spares_started, 0);
+	if (peak > 1 + (max_spares == HEIST_SPARES_NONE ? 0 : outside - 1))
+		fail_msg("a chain of %d: %d pool threads at once", depth, peak);
+}
+
+static void
+chains_of_continuations_and_when_all_need_no_spare(void **state)
+{
+	(void)state;
+	static const int depths[] = {16, 64, 200, 1000};
+	for (size_t k = 0; k < sizeof(depths) / sizeof(depths[0]); k++)
+		for (int kind = THEN; kind <= MIXED; kind++)
+			for (int outside = 1; outside <= 2; outside++) {
+				run_deps(depths[k], (enum chain_kind)kind, outside,
+					 HEIST_SPARES_NONE);
+				run_deps(depths[k], (enum chain_kind)kind, outside,
+					 DEFAULT_SPARES);
+			}
+}
+
+/* The same chain waited for from an outside thread: the worker runs each link in turn
+ * as it becomes runnable. */
+static void
+chains_of_continuations_waited_from_outside(void **state)
+{
+	(void)state;
+	heist_pool *pool = counted_pool(1, HEIST_SPARES_NONE);
+	for (int kind = THEN; kind <= MIXED; kind++) {
+		struct deps d = {.pool = pool, .depth = 1000, .kind = (enum chain_kind)kind,
+				 .f = calloc(1001, sizeof(heist_future *)),
+				 .extra = calloc(1001, sizeof(heist_future *))};
+		assert_non_null(d.f);
+		assert_non_null(d.extra);
+		assert_int_equal(build_and_wait(&d), deps_expected(&d));
+		deps_free(&d);
+	}
+	heist_pool_destroy(pool);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Spares: they go away, and their bound is never met in silence                      */
+
+/* A task of pool P that waits for a held job of another pool, so that P's worker
+ * parks and the jobs queued behind it need a stand-in. */
+static int
+wait_for_future(void *arg)
+{
+	return heist_future_wait(*(heist_future **)arg);
+}
+
+static void
+a_spare_that_ran_queued_jobs_exits_after_its_keep_alive(void **state)
+{
+	(void)state;
+	uint64_t keep = heist__spare_keepalive_ns;
+	heist__spare_keepalive_ns = 10 * 1000 * 1000;	/* 10 ms */
+	static struct hold hold;
+	hold = (struct hold){0};
+	heist_pool *p = counted_pool(1, DEFAULT_SPARES), *other = make_pool(1);
+	heist_future *held, *waiter, *f[20];
+	hold_worker(other, &hold, &held);
+	assert_int_equal(heist_submit(p, wait_for_future, &held, &waiter), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(heist_submit(p, ret_int, (void *)(intptr_t)i, &f[i]), 0);
+	for (int i = 0; i < 20; i++)	/* a stand-in runs them while the worker waits */
+		assert_int_equal(watched(f[i]), i);
+	struct heist_stats st;
+	assert_int_equal(heist_pool_stats(p, &st), 0);
+	assert_true(st.spares_started > 0);
+	/* The worker still waits; the spare has nothing left to do: it goes. */
+	bool ok;
+	POLL(ok, heist_pool_stats(p, &st) == 0 && st.spares == 0);
+	assert_true(ok);
+	atomic_store(&hold.open, 1);
+	assert_int_equal(watched(waiter), 0);
+	assert_int_equal(watched(held), 0);
+	heist_pool_destroy(p);
+	heist_pool_destroy(other);
+	heist__spare_keepalive_ns = keep;
+}
+
+/* Capture what the library writes on stderr while fn runs. */
+static void
+capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
+{
+	char path[] = "/tmp/heist-test-live-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	fn(arg);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	ssize_t n = pread(fd, out, cap - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+}
+
+struct exhaust {
+	unsigned max_spares;
+	uint64_t exhausted;
+	int results;
+};
+
+/* Three tasks of a one-worker pool wait for a held job of another pool: the worker
+ * runs one, a stand-in the second, and the third finds no spare left to have. */
+static void
+exhaust_spares(void *arg)
+{
+	struct exhaust *e = arg;
+	static struct hold hold;
+	hold = (struct hold){0};
+	struct heist_config cfg = {.threads = 1, .max_spares = e->max_spares,
+				   .name = "tight"};
+	heist_pool *p = make_pool_cfg(&cfg), *other = make_pool(1);
+	heist_future *held, *w[3];
+	hold_worker(other, &hold, &held);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(heist_submit(p, wait_for_future, &held, &w[i]), 0);
+	struct heist_stats st;
+	bool ok;
+	/* Long enough that a reporter would have said it many times over. */
+	POLL(ok, heist_pool_stats(p, &st) == 0 && st.spares_exhausted >= 3);
+	assert_true(ok);
+	e->exhausted = st.spares_exhausted;
+	atomic_store(&hold.open, 1);
+	for (int i = 0; i < 3; i++)
+		e->results += watched(w[i]) == 0;
+	assert_int_equal(watched(held), 0);
+	heist_pool_destroy(p);
+	heist_pool_destroy(other);
+}
+
+static void
+an_exhausted_bound_is_counted_and_said_once(void **state)
+{
+	(void)state;
+	static const unsigned bounds[] = {1, HEIST_SPARES_NONE};
+	for (int k = 0; k < 2; k++) {
+		struct exhaust e = {.max_spares = bounds[k]};
+		char buf[4096];
+		capture_stderr(exhaust_spares, &e, buf, sizeof(buf));
+		assert_int_equal(e.results, 3);
+		assert_true(e.exhausted >= 3);
+		const char *first = strstr(buf, "heist: pool \"tight\"");
+		if (bounds[k] == HEIST_SPARES_NONE) {
+			/* Asked for no spares: counted, in silence. */
+			if (first)
+				fail_msg("a report with HEIST_SPARES_NONE: \"%s\"", buf);
+			continue;
+		}
+		/* One line, naming the pool, the bound and the setting to raise. */
+		if (!first || !strstr(first, "max_spares") || !strstr(first, "all 1 spare"))
+			fail_msg("no report of the exhausted bound on stderr: \"%s\"", buf);
+		if (strstr(first + 1, "heist: pool \"tight\""))
+			fail_msg("the report came more than once: \"%s\"", buf);
+	}
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Hooks that submit, and a when_all whose pool is destroyed first                    */
+
+struct hook_submit {
+	heist_pool *_Atomic pool;
+	atomic_bool started, stopped;	/* the first spare's hooks have submitted */
+	atomic_int accepted, refused, ran;
+	unsigned workers;
+};
+
+static struct hook_submit hs;
+
+static int
+hook_job(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&hs.ran, 1);
+	return 0;
+}
+
+/* The first start hook and the first stop hook of a spare (an index above the
+ * workers and the guest slot) submit a job to their own pool. */
+static void
+submit_from_hook(atomic_bool *once, unsigned index)
+{
+	heist_pool *pool = atomic_load(&hs.pool);
+	if (!pool || index <= hs.workers || atomic_exchange(once, true))
+		return;
+	if (heist_submit(pool, hook_job, NULL, NULL) == 0)
+		atomic_fetch_add(&hs.accepted, 1);
+	else
+		atomic_fetch_add(&hs.refused, 1);
+}
+
+static void
+spare_start_submits(void *ctx, unsigned index)
+{
+	(void)ctx;
+	submit_from_hook(&hs.started, index);
+}
+
+static void
+spare_stop_submits(void *ctx, unsigned index)
+{
+	(void)ctx;
+	submit_from_hook(&hs.stopped, index);
+}
+
+/* heist.h: a submit from a hook is an outside submit. A spare's hooks run while the
+ * pool is alive (its start when it is first called, its stop when its keep-alive
+ * ends), so their submits are accepted, and run (by another stand-in here: the
+ * worker still waits). */
+static void
+a_spares_hooks_may_submit(void **state)
+{
+	(void)state;
+	uint64_t keep = heist__spare_keepalive_ns;
+	heist__spare_keepalive_ns = 10 * 1000 * 1000;
+	hs = (struct hook_submit){.workers = 1};
+	static struct hold hold;
+	hold = (struct hold){0};
+	struct heist_config cfg = {.threads = 1, .on_worker_start = spare_start_submits,
+				   .on_worker_stop = spare_stop_submits};
+	heist_pool *p = make_pool_cfg(&cfg), *other = make_pool(1);
+	atomic_store(&hs.pool, p);
+	heist_future *held, *waiter, *f;
+	hold_worker(other, &hold, &held);
+	assert_int_equal(heist_submit(p, wait_for_future, &held, &waiter), 0);
+	assert_int_equal(heist_submit(p, answer, NULL, &f), 0);
+	assert_int_equal(watched(f), 42);	/* a stand-in ran it */
+	bool ok;
+	struct heist_stats st;
+	POLL(ok, atomic_load(&hs.ran) == 2 && heist_pool_stats(p, &st) == 0 &&
+		 st.spares == 0);
+	assert_true(ok);
+	atomic_store(&hold.open, 1);
+	assert_int_equal(watched(waiter), 0);
+	assert_int_equal(watched(held), 0);
+	heist_pool_destroy(p);
+	heist_pool_destroy(other);
+	assert_int_equal(atomic_load(&hs.accepted), 2);
+	assert_int_equal(atomic_load(&hs.refused), 0);
+	assert_int_equal(atomic_load(&hs.ran), 2);
+	heist__spare_keepalive_ns = keep;
+}
+
+/* A when_all of pool P over a held job of pool Q, and a continuation of it (which runs
+ * on P). P is destroyed first (neither counts in its drain: neither is queued yet);
+ * then the input ends: the when_all completes with its result all the same, and the
+ * continuation, which has no pool left to run on, ends with ESHUTDOWN. */
+static void
+a_when_all_whose_pool_is_gone_still_completes(void **state)
+{
+	(void)state;
+	static struct hold hold;
+	hold = (struct hold){.ret = 7};
+	heist_pool *p = make_pool(1), *q = make_pool(1);
+	heist_future *held, *all, *cont;
+	hold_worker(q, &hold, &held);
+	assert_int_equal(heist_when_all(p, &held, 1, &all), 0);
+	assert_int_equal(heist_future_then(all, answer, NULL, &cont), 0);
+	heist_pool_destroy(p);
+	atomic_store(&hold.open, 1);
+	assert_int_equal(watched(held), 7);
+	assert_int_equal(watched(all), 7);
+	assert_int_equal(watched(cont), ESHUTDOWN);
+	heist_pool_destroy(q);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* A walk across pools racing the destroy of the pool it walks                        */
+
+/* A's task T waits for a when_all (of pool A) over B's job X; X waits for a job Y of
+ * pool C, whose worker is held from it for a moment, so A's worker walks into B (X's
+ * runner, blocked in Y) again and again. Then Y runs and X ends, and the test thread,
+ * which waited for X itself, destroys B at once, while A's worker may still be in a
+ * walk that saw X running. Under ASan or TSan a read of B's memory after its free, or
+ * a race with it, fails the test. */
+struct race {
+	heist_future *y, *all;
+};
+
+static int
+x_task(void *arg)
+{
+	return heist_future_wait(((struct race *)arg)->y);
+}
+
+static int
+t_task(void *arg)
+{
+	return heist_future_wait(((struct race *)arg)->all);
+}
+
+static void
+race_walks_and_destroys(int rounds)
+{
+	heist_pool *a = make_pool(1), *c = make_pool(1);
+	for (int i = 0; i < rounds; i++) {
+		static struct hold hold;
+		hold = (struct hold){.ret = 5};
+		struct race r = {NULL, NULL};
+		heist_pool *b = make_pool(1);
+		heist_future *gate, *x, *t;
+		hold_worker(c, &hold, &gate);	/* C's worker busy: Y waits */
+		assert_int_equal(heist_submit(c, answer, NULL, &r.y), 0);
+		assert_int_equal(heist_submit(b, x_task, &r, &x), 0);
+		assert_int_equal(heist_when_all(a, &x, 1, &r.all), 0);
+		assert_int_equal(heist_submit(a, t_task, &r, &t), 0);
+		nap((i % 4) * 50 * 1000);
+		atomic_store(&hold.open, 1);
+		assert_int_equal(watched(x), 42);
+		heist_pool_destroy(b);
+		assert_int_equal(watched(t), 42);
+		assert_int_equal(watched(gate), 5);
+		heist_future_release(r.all);
+		heist_future_release(r.y);
+	}
+	heist_pool_destroy(a);
+	heist_pool_destroy(c);
+}
+
+static void
+a_walk_across_pools_survives_their_destroy(void **state)
+{
+	(void)state;
+	race_walks_and_destroys(test_slow() ? 2000 : 100);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(chains_across_pools_finish_on_the_threads_they_have),
+		cmocka_unit_test(chains_started_in_both_pools_finish_with_a_stand_in_each),
+		cmocka_unit_test(loops_of_short_timed_waits_make_progress),
+		cmocka_unit_test(nested_timed_polls_take_one_thread_each),
+		cmocka_unit_test(chains_of_continuations_and_when_all_need_no_spare),
+		cmocka_unit_test(chains_of_continuations_waited_from_outside),
+		cmocka_unit_test(a_spare_that_ran_queued_jobs_exits_after_its_keep_alive),
+		cmocka_unit_test(an_exhausted_bound_is_counted_and_said_once),
+		cmocka_unit_test(a_spares_hooks_may_submit),
+		cmocka_unit_test(a_when_all_whose_pool_is_gone_still_completes),
+		cmocka_unit_test(a_walk_across_pools_survives_their_destroy),
+	};
+	const struct CMUnitTest slow_tests[] = {
+		cmocka_unit_test(nested_timed_polls_take_one_thread_each_slow),
+		cmocka_unit_test(a_walk_across_pools_survives_their_destroy),
+	};
+	return RUN_TESTS_OR_SLOW(tests, slow_tests);
+}
