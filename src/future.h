@@ -200,6 +200,19 @@ bool heist__job_then(struct heist_future *j, struct heist__then *node);
 void heist__job_each_dep(struct heist_future *j,
 			 void (*each)(void *ctx, struct heist_future *d), void *ctx);
 
+/* Whether t, a task in a queue, is a job that was taken already (a waiter claimed it
+ * where it sat, or its future cancelled it): running its entry runs nothing. relaxed:
+ * the kind never changes once queued, and a taken job never goes back to QUEUED; the
+ * queue's hand-off or the caller's consumer flag keeps the record alive. */
+static inline bool
+heist__job_taken(const struct task *t)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&t->state, memory_order_relaxed) ==
+		       TASK_JOB &&
+	       (atomic_load_explicit(&((struct heist_future *)t)->state, memory_order_relaxed) &
+		FUT_MASK) != FUT_QUEUED;
+}
+
 static inline bool
 heist__job_done(const struct heist_future *j)
 {

@@ -257,30 +257,20 @@ call_one(struct heist_pool *pool)
 	return (struct launch){.k = -1};
 }
 
-/* Under the lock: change the count of parked threads by delta. */
-static void
-count_parked(struct spares *s, int delta)
-{
-	/* relaxed: under the lock, like every change of these counters. */
-	atomic_fetch_add_explicit(&s->parked, (unsigned)delta, memory_order_relaxed);
-}
-
+/* The count of parked threads moves without the lock: the decisions made under it
+ * (heist__spare_vote, heist__spare_call, retirement) read it once, and a value a
+ * moment old costs one more look at the next nap. relaxed: nothing is published
+ * through it. */
 void
 heist__spare_park(struct heist_pool *pool)
 {
-	struct spares *s = &pool->spares;
-	pthread_mutex_lock(&s->lock);
-	count_parked(s, 1);
-	pthread_mutex_unlock(&s->lock);
+	atomic_fetch_add_explicit(&pool->spares.parked, 1, memory_order_relaxed);
 }
 
 void
 heist__spare_unpark(struct heist_pool *pool)
 {
-	struct spares *s = &pool->spares;
-	pthread_mutex_lock(&s->lock);
-	count_parked(s, -1);
-	pthread_mutex_unlock(&s->lock);
+	atomic_fetch_sub_explicit(&pool->spares.parked, 1, memory_order_relaxed);
 }
 
 /* After the caller dropped the lock: start what call_one reserved. */
@@ -293,7 +283,7 @@ launch_if(struct heist_pool *pool, struct launch l)
 
 void
 heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote *v,
-		  bool stuck)
+		  bool stuck, unsigned blocked)
 {
 	struct spares *s = &pool->spares;
 	struct launch l = {.k = -1};
@@ -313,12 +303,14 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 		v->stuck = true;	/* compensation's delay ran out within the round */
 		s->stuck++;
 	}
-	/* relaxed: under the lock. A round is complete when every parked thread looked
-	 * in it; a stand-in is due if one of them is stuck and fewer spares run than
-	 * threads are parked. */
-	unsigned parked = atomic_load_explicit(&s->parked, memory_order_relaxed);
-	if (!s->stopping && s->votes >= parked && s->stuck &&
-	    atomic_load_explicit(&s->active, memory_order_relaxed) < parked) {
+	/* relaxed: under the lock. A round is complete when every blocked thread (one
+	 * still spinning in its wait may be about to claim the very work we see) has
+	 * looked in it; a stand-in is due if every one of them is stuck (one whose
+	 * chain ends at a running thread may be about to run that work too: the thread
+	 * may be between its submit and its wait) and fewer spares run than threads
+	 * are parked. */
+	if (!s->stopping && s->votes >= blocked && s->stuck >= s->votes &&
+	    heist__spare_short(s)) {
 		if (s->max)
 			l = call_one(pool);
 		else
@@ -337,11 +329,13 @@ heist__spare_call(struct heist_pool *pool)
 	struct spares *s = &pool->spares;
 	if (!s->max)
 		return;	/* HEIST_SPARES_NONE: a timed wait is only a sleep (heist.h) */
+	/* relaxed: a first look without the lock (heist__spare_surplus's reason), then
+	 * again under it. */
+	if (!heist__spare_short(s))
+		return;
 	struct launch l = {.k = -1};
 	pthread_mutex_lock(&s->lock);
-	/* relaxed: under the lock. */
-	if (!s->stopping && atomic_load_explicit(&s->active, memory_order_relaxed) <
-				    atomic_load_explicit(&s->parked, memory_order_relaxed))
+	if (!s->stopping && heist__spare_short(s))
 		l = call_one(pool);
 	pthread_mutex_unlock(&s->lock);
 	launch_if(pool, l);

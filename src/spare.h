@@ -5,17 +5,25 @@
  *
  * When one is called. A parked waiter that cannot help asks for one only where work
  * would otherwise wait with no thread to run it: work visible in the pool (queued in
- * the injector, or public in a deque) and no worker idle (searching or asleep: the
- * sleep protocol wakes those). Then:
- *  - an untimed wait votes, once per nap; a spare is called when every parked thread
- *    of the pool has voted since the pool last made progress (heist__pool_progress):
- *    each of them has looked, after the newest work appeared, and found nothing it may
- *    run. So a waiter that is about to claim the work (a chain of waits across pools,
- *    whose next link lands in this pool) is never raced by a new thread.
- *  - a timed wait calls one at once, if fewer spares run than threads are parked:
- *    it runs nothing itself, even what it waits for, and a short one would be over
- *    long before any vote. The spare looks for work at least once however short the
- *    wait was (stand_in_owed), so a loop of short timed waits makes progress.
+ * the injector, or public in a deque, once entries of jobs claimed already are
+ * dropped) and no worker idle (searching or asleep: the sleep protocol wakes those).
+ * Then:
+ *  - an untimed wait votes, once per nap, saying whether its chain of waits is stuck
+ *    (it ends at another pool's queued job, or at a wait a walk does not follow) or
+ *    ends at a thread that runs. A spare is called when every thread of the pool
+ *    blocked in an untimed wait has voted since the pool last made progress
+ *    (heist__pool_progress), each from a look that saw no progress during it, and
+ *    all of them are stuck: then none of them may run the work we see, and no thread
+ *    they wait for is about to (one that runs may be between its submit and its
+ *    wait). So a waiter about to claim the work (the next link of a chain of waits
+ *    across pools) is never raced by a new thread. A waiter whose chain ends at a
+ *    running thread counts as stuck once the pool has made no progress for
+ *    COMPENSATE_NS (wait.c): compensation for a thread parked behind a long task.
+ *  - a timed wait calls one at once, if fewer spares run than threads are parked: it
+ *    runs nothing itself, even what it waits for. Its thread counts as parked until
+ *    it moves on (wait.c, timed_park), and the spare looks for work at least once
+ *    however short the wait was (stand_in_owed), so a loop of short timed waits makes
+ *    progress.
  * A spare runs while the pool has fewer spares running than threads parked; it
  * retires between tasks, its deque empty, when it has more, or when it found no work
  * in a whole search (it never sleeps in the pool's idle sleep, where nobody would
@@ -46,9 +54,10 @@ struct spare {
 };
 
 struct spares {
-	/* Written under `lock` only; read without it (relaxed) by spares deciding
-	 * whether they are surplus, where a stale value costs one more look. */
-	CACHE_ALIGNED _Atomic unsigned parked;	/* workers parked in waits */
+	/* parked changes without the lock (heist__spare_park), active under it; both
+	 * are read without it (relaxed) by spares deciding whether they are surplus,
+	 * where a stale value costs one more look. */
+	CACHE_ALIGNED _Atomic unsigned parked;	/* threads parked in waits */
 	_Atomic unsigned active;		/* spares running the worker loop */
 	/* Slots whose deque exists: thieves visit n+1 .. n+hw. Raised after the slot
 	 * is ready; seq_cst both ways (heist__spares_slots). */
@@ -94,10 +103,11 @@ struct heist__vote {
 
 /* A parked untimed waiter that found nothing to run, with work visible and no worker
  * idle, votes: stuck, or not (its chain ends at a thread that runs); progress is
- * heist__pool_progress(pool) as it was before its look. A voter counts once a round,
+ * heist__pool_progress(pool) as it was before its look, blocked how many of the pool's
+ * threads are blocked in untimed waits now (the quorum). A voter counts once a round,
  * and may turn its vote to stuck within it. */
 void heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote *v,
-		       bool stuck);
+		       bool stuck, unsigned blocked);
 
 /* A timed waiter that cannot help, with work visible and no worker idle: a stand-in
  * at once, if fewer spares run than threads are parked. */
@@ -123,6 +133,14 @@ static inline bool
 heist__spare_surplus(struct spares *s)
 {
 	return atomic_load_explicit(&s->active, memory_order_relaxed) >
+	       atomic_load_explicit(&s->parked, memory_order_relaxed);
+}
+
+/* Whether fewer spares run than threads are parked. relaxed: as heist__spare_surplus. */
+static inline bool
+heist__spare_short(struct spares *s)
+{
+	return atomic_load_explicit(&s->active, memory_order_relaxed) <
 	       atomic_load_explicit(&s->parked, memory_order_relaxed);
 }
 

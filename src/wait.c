@@ -17,14 +17,14 @@
  *  - if X is a job that may not run yet (a continuation, a when_all future): what X
  *    waits for (its antecedent, its inputs), and so on with no limit of depth, which X
  *    needs as much;
- *  - if X is a job of another pool, running there: what its runner is blocked in (a
- *    job, or a stolen child and then what that child's thief is blocked in), and so
- *    on: the frames above X's on that thread are X's own work, so what they wait for
- *    X needs. This is how a chain of waits across pools (A's task waits for B's job,
+ *  - if X is running, in this pool or another: what its runner is blocked in (a job,
+ *    or a stolen child and then what that child's thief is blocked in), and so on:
+ *    the frames above X's on that thread are X's own work, so what they wait for X
+ *    needs. This is how a chain of waits across pools (A's task waits for B's job,
  *    which waits for A's queued job) runs on the threads it has, as Java's
  *    ForkJoinPool helps the chain of a join's stealers. A job of another pool is
- *    never run here (it runs on its own pool's threads, with their hooks and indices);
- *    within our own pool nobody's wait is followed, for its waiter follows it itself;
+ *    never run here (it runs on its own pool's threads, with their hooks and
+ *    indices): the walk only learns from it how the chain ends;
  *  - for a group: its jobs queued at the bottom of our own deque or in the pool's
  *    injector (the group keeps no list of its jobs; those elsewhere are in the deques
  *    of threads that run them in time).
@@ -66,7 +66,8 @@ enum {
 	 * graph of this size meets it; the next walk starts over. */
 	WALK_VISITS = 1 << 20,
 	WALK_INLINE = 16,	/* jobs a walk holds without allocating */
-	/* Stolen children followed through one thread after another, in one pool. */
+	/* Threads one walk steps through (to what a runner, or a stolen child's thief,
+	 * is blocked in): the waits of distinct threads, unless they form a cycle. */
 	HOPS_MAX = 4096,
 	/* futex bits: a wake of the walkers that follow a job's runner, and of
 	 * everyone else who sleeps on the job (heist__futex_wake_bits). */
@@ -76,12 +77,14 @@ enum {
 /* A parked worker looks again this often: for work it may help with, and for work
  * that needs a stand-in. */
 #define PARK_NS ((uint64_t)200000)
-/* Compensation's delay: how long a worker stays parked, its chain ending at a thread
- * that runs, while the pool makes no progress and work waits, before it asks for a
- * stand-in all the same. Long beside a chain's steps (microseconds), so a thread that
- * is merely between its submit and its wait is never raced; short beside a task that
- * blocks for real. */
-#define COMPENSATE_NS ((uint64_t)50 * 1000 * 1000)
+/* Compensation's delay: how long a thread stays parked, its chain ending at a thread
+ * that runs, while the pool makes no progress and work waits, before it counts as
+ * stuck all the same. Long beside a chain's steps (microseconds), so that a thread
+ * merely between its submit and its wait is not raced even when the machine is
+ * overloaded; short beside a task that blocks for real. Any progress of the pool
+ * (the stand-in's first take, say) starts every waiter's delay over, so compensation
+ * adds at most one stand-in per delay. */
+#define COMPENSATE_NS ((uint64_t)250 * 1000 * 1000)
 
 static bool
 awaited_done(const struct awaited *a)
@@ -330,6 +333,7 @@ struct walk {
 	struct heist_future **held;
 	size_t n, cap;
 	unsigned visits;
+	unsigned hops;		/* steps to a runner's wait (only a cycle repeats one) */
 	unsigned end;		/* enum chain_end bits, over every branch looked at */
 	/* The last job of another pool the walk reached, not final, held: where a
 	 * parked waiter sleeps (its runner's next wait, or its end, wakes it). */
@@ -379,6 +383,12 @@ follow(struct walk *k, struct heist_future *j, struct worker *runner)
 	struct heist_pool *p = j->task.pool;	/* set before j was queued */
 	bool foreign = p != w->pool;
 	struct heist_future *y = NULL;
+	if (runner == w || ++k->hops > HOPS_MAX) {
+		/* We run j ourselves, below this frame, or the walk goes round: the
+		 * program's waits form a cycle, which nothing can finish. */
+		k->end |= END_STUCK;
+		return;
+	}
 	if (!foreign || guard_check(w, p, j))
 		y = blocked_job(runner, job_running, j, &k->end);
 	else
@@ -650,38 +660,73 @@ static bool
 taken_already(void *ctx, struct task *t)
 {
 	(void)ctx;
-	/* relaxed: the kind never changes once queued; the state is a peek (a taken
-	 * job never goes back to QUEUED). */
-	return atomic_load_explicit(&t->state, memory_order_relaxed) == TASK_JOB &&
-	       (atomic_load_explicit(&((struct heist_future *)t)->state,
-				     memory_order_relaxed) &
-		FUT_MASK) != FUT_QUEUED;
+	return heist__job_taken(t);
 }
 
-/* A job a waiter claimed stays where it was queued, and in the injector it would pass
- * for work that waits (needs_stand_in; a chain's links, claimed one by one, pile up
- * there). Take those off the head: running them runs nothing (heist__job_run skips a
- * job taken already), so a waiter may do it on top of any frame. */
+/* A job a waiter claimed stays where it was queued, and there it would pass for work
+ * that waits (needs_stand_in; a chain's links, claimed one by one, pile up in the
+ * injector). Take those off the injector's head and the bottom of our own deque:
+ * running them runs nothing (heist__job_run skips a job taken already), so a waiter
+ * may do it on top of any frame. Anything else at our bottom goes back where it was
+ * (taken first, so that we read no record a thief may have run and freed meanwhile;
+ * there is room, since we just took it), public again. */
 static void
-drop_taken(struct worker *w)
+drop_taken(struct worker *w, bool own_deque)
 {
 	struct task *t;
-	while ((t = heist__injector_take_if(&w->pool->injector, taken_already, NULL)))
+	while ((t = heist__injector_take_if(&w->pool->injector, taken_already, NULL))) {
+		/* Counted as a take, so that heist__pool_progress (depth + takes) only
+		 * grows: a drop and a new submission must not look like no change. */
+		counter_add(&w->stats.injector_pops, 1);
 		heist__worker_run(w, t);
+	}
+	while (own_deque && (t = heist__deque_pop(&w->dq))) {
+		if (!taken_already(NULL, t)) {
+			heist__deque_try_push(&w->dq, t);	/* cannot fail */
+			heist__worker_publish(w, 0);
+			return;
+		}
+		heist__worker_run(w, t);
+	}
 }
 
 /* Whether a parked thread should ask for a spare: only when there is work it leaves
  * undone (queued in the injector or public in some deque) and no worker is idle to
  * take it (searching or asleep: the sleep protocol wakes those). The guest slot is no
- * thread of the pool's count. */
+ * thread of the pool's count. own_deque: also clear our own deque of claimed jobs (a
+ * parked untimed wait, once a nap; not a timed one, which a poll loop calls again and
+ * again, taking its own job out of thieves' reach each time). */
 static bool
-needs_stand_in(struct worker *w)
+needs_stand_in(struct worker *w, bool own_deque)
 {
 	struct heist_pool *pool = w->pool;
 	if (heist__worker_is_guest(w) || heist__sleep_has_idle(&pool->sleep))
 		return false;
-	drop_taken(w);
+	drop_taken(w, own_deque);
 	return heist__pool_work_visible(pool);
+}
+
+/* A timed wait counts its thread among the parked ones until the thread moves on: its
+ * wait succeeds, the task it runs returns (heist__worker_run), or it waits untimed.
+ * So a loop of short timed waits is parked the whole time it polls, not for the few
+ * microseconds of each call, and its stand-in does not find itself surplus between
+ * two calls (spare.h). */
+static void
+timed_park(struct worker *w)
+{
+	if (w->timed_parked || heist__worker_is_guest(w))
+		return;
+	heist__worker_flush_done(w);
+	counter_add(&w->stats.parks, 1);
+	heist__spare_park(w->pool);
+	w->timed_parked = true;
+}
+
+void
+heist__wait_timed_over(struct worker *w)
+{
+	heist__spare_unpark(w->pool);
+	w->timed_parked = false;
 }
 
 struct park {
@@ -714,14 +759,29 @@ unpark(struct worker *w, struct park *p)
 	p->parked = false;
 }
 
-/* Whether a parked waiter whose chain ends at a running thread has waited long
- * enough, with the pool making no progress, to stand for a stuck one: compensation, so
- * that a worker parked on a long task (of another pool, say) does not leave queued work
- * without a thread for long. Workers only: a spare parked so stands in for nobody. */
-static bool
-compensate(struct worker *w, struct park *p, uint64_t progress)
+/* The threads of w's pool blocked in untimed waits now (published, from their first
+ * look that found nothing until they run something or their wait ends), but the
+ * guest, which never votes. relaxed: a count for the vote's quorum; a thread that
+ * blocks after this look has looked itself and found nothing to run. */
+static unsigned
+blocked_threads(struct worker *w)
 {
-	if (heist__worker_is_spare(w) || progress != p->progress || !p->running_since) {
+	struct heist_pool *pool = w->pool;
+	unsigned n = 0;
+	for (unsigned i = 0, slots = heist__pool_slots_used(pool); i < slots; i++)
+		n += i != pool->n &&
+		     atomic_load_explicit(&pool->workers[i].blocked_in, memory_order_relaxed);
+	return n;
+}
+
+/* Whether a parked waiter whose chain ends at a running thread has waited long
+ * enough, with the pool making no progress, to count as stuck: compensation, so that
+ * a thread parked on a long task (of another pool, say) does not leave queued work
+ * without a thread for long. */
+static bool
+compensate(struct park *p, uint64_t progress)
+{
+	if (progress != p->progress || !p->running_since) {
 		p->progress = progress;
 		p->running_since = heist__now_ns();
 		return false;
@@ -739,13 +799,13 @@ park(struct worker *w, const struct awaited *a, struct park *p, struct heist_fut
      uint64_t before, unsigned end)
 {
 	park_enter(w, p);
-	if (needs_stand_in(w) && heist__pool_progress(w->pool) == before) {
+	if (needs_stand_in(w, true) && heist__pool_progress(w->pool) == before) {
 		bool stuck = (end & END_STUCK) && !(end & END_RUNNING);
 		if (!stuck)
-			stuck = compensate(w, p, before);
+			stuck = compensate(p, before);
 		else
 			p->running_since = 0;
-		heist__spare_vote(w->pool, before, &p->vote, stuck);
+		heist__spare_vote(w->pool, before, &p->vote, stuck, blocked_threads(w));
 	} else {
 		p->running_since = 0;
 	}
@@ -806,14 +866,15 @@ static bool
 wait_timed(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 {
 	unsigned idle = 0;
-	struct park p = {false, {0, false}, 0, 0};
+	bool asked = false;
 	while (!awaited_done(a)) {
 		uint64_t now = heist__now_ns();
 		if (now >= deadline_ns)
 			break;
-		if (!p.parked) {
-			park_enter(w, &p);
-			if (needs_stand_in(w))
+		if (!asked) {
+			asked = true;
+			timed_park(w);
+			if (needs_stand_in(w, false))
 				heist__spare_call(w->pool);
 		}
 		uint64_t left = deadline_ns - now < PARK_NS ? deadline_ns - now : PARK_NS;
@@ -826,8 +887,10 @@ wait_timed(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 			nap(a, NULL, left);
 		}
 	}
-	unpark(w, &p);
-	return awaited_done(a);
+	bool done = awaited_done(a);
+	if (done && w->timed_parked)
+		heist__wait_timed_over(w);
+	return done;
 }
 
 /* The one helping wait. */
@@ -839,6 +902,8 @@ help_until(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 		heist__worker_publish(w, 0);
 	if (deadline_ns != HEIST_NEVER)
 		return wait_timed(w, a, deadline_ns);
+	if (w->timed_parked)
+		heist__wait_timed_over(w);	/* counted again as this wait parks */
 	help_until_done(w, a);
 	return true;
 }

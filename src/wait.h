@@ -33,6 +33,10 @@ bool heist__wait_walked(struct heist_pool *p, struct heist_pool *pools);
  * heist__now_ns() time, or HEIST_NEVER (clock.h). Returns whether j is done. */
 bool heist__wait_job(struct heist_future *j, uint64_t deadline_ns);
 
+/* The thread w, counted as parked since a timed wait (w->timed_parked), has moved on:
+ * count it out (heist__worker_run calls this once a task returns). */
+void heist__wait_timed_over(struct worker *w);
+
 /* heist_sync's wait for a spawned task that a thief took; returns its result. */
 int heist__wait_stolen(struct worker *w, struct task *t);
 

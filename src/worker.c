@@ -20,6 +20,7 @@
 #include "probe.h"
 #include "steal.h"
 #include "submit.h"
+#include "wait.h"
 
 /* A full deque that is empty: mask -1 leaves no room (b - top_cache > mask), and
  * bottom == public_cache holds no private task. */
@@ -103,6 +104,15 @@ flush_if_awaited(struct worker *w)
 		heist__worker_flush_done(w);
 }
 
+/* The task the thread ran has returned: if it polled with timed waits, the thread is
+ * no longer parked (wait.c). */
+static inline void
+timed_wait_over(struct worker *w)
+{
+	if (unlikely(w->timed_parked))
+		heist__wait_timed_over(w);
+}
+
 void
 heist__worker_run(struct worker *w, struct task *t)
 {
@@ -113,6 +123,7 @@ heist__worker_run(struct worker *w, struct task *t)
 		struct heist_future *j = (struct heist_future *)t;
 		unsigned e = heist__job_epoch(j);	/* before: it may be freed after */
 		heist__job_run(j, w);	/* counts executed */
+		timed_wait_over(w);
 		w->done_unflushed[e]++;
 		flush_if_awaited(w);
 		return;
@@ -140,6 +151,7 @@ heist__worker_run(struct worker *w, struct task *t)
 		t->result = t->fn(t->arg);
 	w->cur_epoch = outer_epoch;
 	heist__current_job_swap(outer);
+	timed_wait_over(w);
 	/* release: publishes result (and the task's writes) to the owner's acquire
 	 * load in heist_sync. An exchange, to learn whether the owner sleeps on the
 	 * word (wait.c); the kernel's compare orders its sleep against this. After
@@ -161,7 +173,10 @@ take_injector(struct worker *w)
 	size_t depth = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed);
 	if (!depth || heist__worker_is_guest(w))
 		return NULL;
-	size_t want = depth / pool->n + 1;
+	/* A spare takes one at a time: it stands in, it does not share out batches,
+	 * and what it would push on its deque a waiter may claim there meanwhile,
+	 * leaving an entry that passes for work (wait.c, drop_taken). */
+	size_t want = heist__worker_is_spare(w) ? 1 : depth / pool->n + 1;
 	if (want > BATCH_MAX)
 		want = BATCH_MAX;
 	size_t k = heist__injector_take(&pool->injector, batch, want);
@@ -178,8 +193,14 @@ take_injector(struct worker *w)
 		return NULL;
 	}
 	counter_add(&w->stats.injector_pops, k);
-	/* Pushed newest first, so that our own LIFO pops keep the injector's order. */
+	/* Pushed newest first, so that our own LIFO pops keep the injector's order. A
+	 * job a waiter claimed already is skipped now (running it runs nothing), not
+	 * pushed where it would pass for work. */
 	for (size_t i = k - 1; i >= 1; i--) {
+		if (heist__job_taken(batch[i])) {
+			heist__worker_run(w, batch[i]);
+			continue;
+		}
 		if (heist__deque_push(&w->dq, batch[i])) {
 			heist__worker_took(w, HEIST_PATH_INJECTOR, batch[i], false);
 			heist__worker_run(w, batch[i]);	/* no memory to queue it */
@@ -208,7 +229,9 @@ heist__pool_work_visible(struct heist_pool *pool)
 uint64_t
 heist__pool_progress(struct heist_pool *pool)
 {
-	/* relaxed: counters (internal.h); a stale sum costs one more round of votes. */
+	/* The injector's depth plus every take from it counts its submissions, which
+	 * only grow (every take is counted in injector_pops). relaxed: counters
+	 * (internal.h); a stale sum costs one more round of votes. */
 	uint64_t sum = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed);
 	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n; i++) {
 		const struct worker *w = &pool->workers[i];

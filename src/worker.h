@@ -59,6 +59,9 @@ struct worker {
 	 * before it may find itself surplus, so that a stand-in called by a short
 	 * timed wait outlives that wait. Owner only. */
 	bool stand_in_owed;
+	/* A timed wait counted this thread parked, and it has not moved on since
+	 * (wait.c, timed_park). Owner only. */
+	bool timed_parked;
 
 	/* Waiting (wait.c), on a line of its own: what this thread is blocked in,
 	 * for the walkers of other pools that follow chains of waits through it; how

@@ -14,7 +14,10 @@
  * only for jobs created before it, and only pool 0's jobs wait for (or loop on, or
  * submit to) pool 1, never the other way (a job of one pool waiting for a job queued
  * in another needs a thread of that pool: pools that wait on each other can hold
- * each other's threads, as any two thread pools can). */
+ * each other's threads, as any two thread pools can), with two exceptions the liveness
+ * theorem covers (docs/architecture.md) where the pools have spares to give: chains of
+ * waits across both pools (a job of one runs a job of the other, which runs a job of
+ * the first, ...), and loops of short timed waits on a job of the same pool. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -147,12 +150,52 @@ check_reduce(heist_pool *pool, size_t n, size_t grain, bool deterministic)
 
 /* ---- the jobs ---- */
 
-enum kind { K_FIB, K_LOOP, K_WAIT, K_NEST, K_NAP, K_OTHER_LOOP, K_REDUCE, KINDS };
+enum kind {
+	K_FIB, K_LOOP, K_WAIT, K_NEST, K_NAP, K_OTHER_LOOP, K_REDUCE, K_CHAIN, K_POLL, KINDS
+};
 
 struct round {
 	heist_pool *pool[2];
+	bool spares[2];			/* the pool has the default max_spares */
 	atomic_long fired, ran_fired;	/* fire-and-forget: accepted, and run */
 };
+
+static int nested_fib(void *arg);
+
+/* A chain of waits across the two pools: each link enters the other pool through
+ * heist_run and returns its child's result + 1, so the first returns the depth. */
+struct link {
+	struct round *round;
+	int pool, left;
+};
+
+static int
+chain_link(void *arg)
+{
+	const struct link *l = arg;
+	if (l->left == 0)
+		return 0;
+	struct link next = {l->round, !l->pool, l->left - 1};
+	int r = heist_run(l->round->pool[next.pool], chain_link, &next);
+	if (r == ESHUTDOWN)
+		return -1000;
+	return r < 0 ? r : r + 1;
+}
+
+/* Submit a job to pool and poll it with timed waits of step_us until it is done. */
+static int
+poll_nested(heist_pool *pool, int n, unsigned step_us)
+{
+	heist_future *f;
+	int err = heist_submit_copy(pool, nested_fib, &n, sizeof(n), &f);
+	if (err)
+		return err == ESHUTDOWN ? 0 : -106;
+	while (!heist_future_wait_for(f, (uint64_t)step_us * 1000))
+		;
+	int v = heist_future_wait(f);
+	heist_future_release(f);
+	return v;
+}
 
 struct job {
 	struct round *round;
@@ -210,6 +253,14 @@ job_body(void *arg)
 	case K_REDUCE:
 		return check_reduce(own, pick(&j->rng, LOOP_MAX), pick(&j->rng, 64),
 				    pick(&j->rng, 2));
+	case K_CHAIN: {	/* submitted only when both pools have spares (submit_job) */
+		int depth = (int)pick(&j->rng, 40) + 1;
+		struct link first = {r, !j->pool, depth - 1};
+		int v = heist_run(other, chain_link, &first);
+		return v == depth - 1 ? 0 : v < 0 ? v : -107;
+	}
+	case K_POLL:	/* submitted only when the pool has spares */
+		return poll_nested(own, (int)pick(&j->rng, FIB_MAX), 1 + pick(&j->rng, 50));
 	default:
 		return -104;
 	}
@@ -246,6 +297,12 @@ submit_job(struct player *p)
 		if (j->pool == 1 && j->dep->pool == 0)
 			j->dep = NULL;	/* pool 1 never waits for pool 0 */
 	}
+	/* Chains need a stand-in per pool where they meet other waits across pools,
+	 * polls one per poller (the theorem's C): only where spares may be had. */
+	struct round *r = p->round;
+	if ((j->kind == K_CHAIN && !(r->spares[0] && r->spares[1])) ||
+	    (j->kind == K_POLL && !r->spares[j->pool]))
+		j->kind = K_FIB;
 	int err = heist_submit(p->round->pool[j->pool], job_body, j, &j->f);
 	if (err) {
 		FAIL("submit: %s", strerror(err));
@@ -331,6 +388,7 @@ one_round(uint64_t *rng)
 		struct heist_config cfg = {.threads = 1 + pick(rng, 3),
 					   .max_spares = spares[pick(rng, 3)],
 					   .spin = pick(rng, 2) ? 0 : 16};
+		r.spares[i] = cfg.max_spares == 0;
 		int err = heist_pool_create(&r.pool[i], &cfg);
 		if (err) {
 			FAIL("pool create: %s", strerror(err));

@@ -104,15 +104,28 @@ struct heist_config {
 	const char *name;	/**< thread-name prefix; NULL: "heist" */
 	size_t stack_size;	/**< worker stack bytes; 0: 64 MiB, deep enough for recursion
 				     thousands of levels deep (mapped lazily) */
-	unsigned max_spares;	/**< spare threads the pool may run at once while workers
-				     are parked in waits (see heist_future_wait); 0: as
-				     many as threads, at least 8; HEIST_SPARES_NONE: none;
-				     at most HEIST_MAX_THREADS (@since 0.1) */
+	unsigned max_spares;	/**< spare threads the pool may run at once, standing in
+				     for threads parked in waits while work waits that no
+				     thread of the pool can run (see heist_future_wait); 0:
+				     256; HEIST_SPARES_NONE: none; at most
+				     HEIST_MAX_THREADS. When a stand-in is needed and all
+				     are in use, the pool counts it
+				     (heist_stats.spares_exhausted) and prints one line on
+				     stderr, once, naming the pool and this field; with
+				     HEIST_SPARES_NONE it only counts (@since 0.1) */
 	/** Called on each of the pool's threads (workers and spare threads) before it
 	 * runs its first task, with hook_ctx and its heist_thread_index(); NULL: none.
+	 * A hook runs outside any task: a submit from it is a submit from outside the
+	 * pool (to the injector), accepted unless heist_pool_destroy has begun, when it
+	 * gets ESHUTDOWN. So a worker's start hook (at heist_pool_create) and a spare's
+	 * (when it is called, while the pool lives) may submit; a worker's stop hook
+	 * always runs during destroy, and its submits get ESHUTDOWN; a spare's stop hook
+	 * runs when its keep-alive ends (its submits are accepted) or during destroy
+	 * (ESHUTDOWN). A hook must not wait for the pool's tasks.
 	 * @since 0.1 */
 	void (*on_worker_start)(void *ctx, unsigned index);
-	/** Called on each of the pool's threads after its last task, before it exits.
+	/** Called on each of the pool's threads after its last task, before it exits
+	 * (see on_worker_start for what a submit from it does).
 	 * @since 0.1 */
 	void (*on_worker_stop)(void *ctx, unsigned index);
 	void *hook_ctx;		/**< passed to the two hooks */
@@ -251,18 +264,23 @@ HEIST_EXPORT int heist_submit_copy(heist_pool *pool, heist_fn fn, const void *ar
  * Any thread may call this, any number of times. All the task's writes are visible to
  * the caller once it returns.
  * On another thread it spins briefly, then sleeps. On a worker it never runs work that
- * could in turn wait for the task that waits: it runs the awaited task itself if that
- * is still queued in the worker's own pool (so a task may wait for a task it
- * submitted, even on a one-worker pool), and helps with the awaited task's own
- * fork-join children while another worker runs it; for a continuation or a when_all
- * future not yet runnable, it applies the same rule to what that waits for (the
- * antecedent, the inputs of the pool); when it can help with nothing it
- * parks, and while other work waits a spare thread runs in its place (at most
- * heist_config.max_spares at once; they exit after about 2 s idle). So waits inside
- * tasks cannot deadlock one another within a pool, whatever waits for what, as long
- * as the waits themselves form no cycle. A task that waits for a job of another pool
- * needs a thread of that pool: pools whose tasks wait for each other's queued jobs can
- * hold each other's threads, as any two thread pools can (spares make it unlikely).
+ * could in turn wait for the task that waits: only work the awaited task needs. It runs
+ * the awaited task itself if that is still queued in the worker's own pool (so a task
+ * may wait for a task it submitted, even on a one-worker pool); helps with the awaited
+ * task's own fork-join children while another worker runs it; and follows the chain of
+ * what the awaited task waits for, to any depth: a continuation's antecedent, a
+ * when_all's inputs, and what the thread running the awaited task is itself waiting
+ * for, in this pool or another. It runs whatever job of its own pool it finds at the
+ * end of that chain; a job of another pool it leaves to that pool's threads. When it
+ * can help with nothing it parks.
+ * What this means: waits inside tasks always finish, whatever waits for what, as long
+ * as the waits themselves form no cycle (a task waiting, directly or through others,
+ * for itself). Within a pool this needs no thread beyond the workers; so does a chain
+ * of waits across pools (a task of A waiting for a job of B whose task waits for a
+ * job of A, and so on, to any depth). Where queued work needs a thread that the pool
+ * cannot give (a task of A and a task of B each waiting for the other pool's queued
+ * job, or a loop of timed waits), a spare thread stands in, up to
+ * heist_config.max_spares; docs/architecture.md states the bound and proves it.
  * @since 0.1
  */
 HEIST_EXPORT int heist_future_wait(heist_future *f);
@@ -273,9 +291,14 @@ HEIST_EXPORT int heist_future_wait(heist_future *f);
  *          timeout or if f is NULL.
  * A timeout too large to add to the current time (UINT64_MAX, say) means forever. On a
  * worker it runs nothing meanwhile, not even the awaited task (which may need the
- * caller to go on after the deadline, to cancel it say): it parks, a spare thread may
- * stand in, and it returns by its deadline. So on a pool with no other free thread
- * the awaited task may not start before the deadline; heist_future_wait runs it.
+ * caller to go on after the deadline, to cancel it say), and other waits do not follow
+ * it: it returns by its deadline. If work is waiting that no thread of the pool is
+ * free to run, it calls a spare thread at once to stand in, and its thread counts as
+ * parked until it moves on (this wait succeeds, the task returns, or it waits without
+ * a deadline), so a loop of short timed waits on a job of its own pool makes
+ * progress, with one spare. With HEIST_SPARES_NONE a timed wait is only a sleep: the
+ * awaited task runs when another thread of the pool is free, which on a pool whose
+ * every thread polls may be never; heist_future_wait runs it.
  * @since 0.1
  */
 HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
@@ -309,7 +332,9 @@ HEIST_EXPORT int heist_future_then(heist_future *f, heist_fn fn, void *arg,
  * No thread waits or polls for it. Cancelling it (heist_future_cancel) makes it give
  * ECANCELED at once; the futures it waits for go on. Its continuations run on pool;
  * they can read its result through the future, if whoever linked them keeps it until
- * they have run.
+ * they have run. If pool is destroyed first (it does not wait for a when_all, which
+ * never runs), the future still completes when its inputs end; a continuation of it
+ * that becomes runnable then ends with ESHUTDOWN, never run.
  * @param[out] out  Receives the future; required.
  * @returns 0; EINVAL if pool or out is NULL, fs is NULL with n > 0, or an fs[i] is
  *          NULL; ENOMEM. The futures may come from any pools.
@@ -413,11 +438,12 @@ HEIST_EXPORT int heist_group_submit(heist_group *g, heist_fn fn, void *arg);
 
 /**
  * Wait until every task submitted to the group so far, and every task they submit to
- * it, has finished. What they wrote is visible to the caller once it returns. On a worker it runs the group's tasks it finds at the bottom of its
- * own deque (those it submitted, say) and otherwise parks as heist_future_wait does:
- * group tasks submitted from other threads, or buried under other work, are run by
- * other workers or by a spare thread standing in, so with HEIST_SPARES_NONE a worker
- * that waits for a group needs another worker free to run them.
+ * it, has finished. What they wrote is visible to the caller once it returns. On a
+ * worker of the group's pool it runs the group's tasks it finds at the bottom of its
+ * own deque (those it submitted, say) and those still queued from other threads (the
+ * pool's injector), and otherwise parks as heist_future_wait does: group tasks queued
+ * on another thread's deque are run by that thread, by other workers or by a spare
+ * thread standing in.
  * Any number of threads may wait at once.
  * @returns 0, or the first nonzero result of a task of the group (ECANCELED for one
  *          cancelled before it ran); EINVAL if g is NULL. After the first nonzero
