@@ -293,6 +293,20 @@ requeue(struct worker *w, struct task *x)
 	heist__sleep_notify(&w->pool->sleep);
 }
 
+/* Put back t, which we just popped from the bottom of our own deque, and make it public
+ * again. A plain push: our cached top may be stale by more than the array holds (thieves
+ * took much since we last looked), and try_push would then refuse the slot we just
+ * freed; push refreshes it (and, the slot being free, never grows). Should it fail all
+ * the same, the task goes to the injector, where any worker takes it as a thief would. */
+static void
+put_back(struct worker *w, struct task *t)
+{
+	if (heist__deque_push(&w->dq, t))
+		requeue(w, t);
+	else
+		heist__worker_publish(w, 0);
+}
+
 /* A spawned task from the top of runner's deque, at or above floor, while still(ctx):
  * the work of a task of our pool that runner runs. A job found there goes back to the
  * injector (and counts as help: something moved). */
@@ -499,9 +513,9 @@ queued_of_group(void *ctx, struct task *t)
 
 /* A group's wait: the group's jobs at the bottom of our own deque (submitted by this
  * frame, say), which the frame requires; a job of another kind there goes to the
- * injector, a spawned task stays where it was (taken first, so that we read no record
- * a thief may have run and freed meanwhile; there is room, since we just took it) and
- * public again. With `deep`, then the group's jobs queued in the injector. */
+ * injector, a spawned task goes back where it was (taken first, so that we read no
+ * record a thief may have run and freed meanwhile; put_back) and public again. With
+ * `deep`, then the group's jobs queued in the injector. */
 static bool
 help_group(struct worker *w, struct heist_group *g, bool deep, struct todo *td)
 {
@@ -519,8 +533,7 @@ help_group(struct worker *w, struct heist_group *g, bool deep, struct todo *td)
 			}
 			return true;
 		}
-		heist__deque_try_push(&w->dq, x);	/* cannot fail: its slot is free */
-		heist__worker_publish(w, 0);
+		put_back(w, x);
 	}
 	if (!deep)
 		return false;
@@ -669,7 +682,7 @@ taken_already(void *ctx, struct task *t)
  * running them runs nothing (heist__job_run skips a job taken already), so a waiter
  * may do it on top of any frame. Anything else at our bottom goes back where it was
  * (taken first, so that we read no record a thief may have run and freed meanwhile;
- * there is room, since we just took it), public again. */
+ * put_back), public again. */
 static void
 drop_taken(struct worker *w, bool own_deque)
 {
@@ -682,8 +695,7 @@ drop_taken(struct worker *w, bool own_deque)
 	}
 	while (own_deque && (t = heist__deque_pop(&w->dq))) {
 		if (!taken_already(NULL, t)) {
-			heist__deque_try_push(&w->dq, t);	/* cannot fail */
-			heist__worker_publish(w, 0);
+			put_back(w, t);
 			return;
 		}
 		heist__worker_run(w, t);
