@@ -279,7 +279,7 @@ blocked_job(struct worker *r, bool (*still)(const void *ctx), const void *ctx,
 /* What a look found to run on top of the wait: a job of our pool to claim (held by a
  * reference of ours unless it is the awaited job itself), or a task taken from a
  * deque. */
-struct todo {
+struct to_run {
 	struct heist_future *claim;
 	bool claim_held;
 	struct task *stolen;
@@ -312,7 +312,7 @@ put_back(struct worker *w, struct task *t)
  * injector (and counts as help: something moved). */
 static bool
 help_runner(struct worker *w, struct worker *runner, int64_t floor,
-	    bool (*still)(const void *), const void *ctx, struct todo *td)
+	    bool (*still)(const void *), const void *ctx, struct to_run *td)
 {
 	if (!runner || runner == w)
 		return false;
@@ -417,7 +417,7 @@ follow(struct walk *k, struct heist_future *j, struct worker *runner)
 
 /* Look at job j (alive while we look): something to run in td, or more to look at. */
 static bool
-look(struct walk *k, struct heist_future *j, struct todo *td)
+look(struct walk *k, struct heist_future *j, struct to_run *td)
 {
 	struct worker *w = k->w;
 	k->visits++;
@@ -463,7 +463,7 @@ look(struct walk *k, struct heist_future *j, struct todo *td)
  * every other one we look at we hold, and let go unless we claim it. */
 static bool
 walk_job(struct worker *w, struct heist_future *x, struct heist_future **tip,
-	 struct todo *td, unsigned *end)
+	 struct to_run *td, unsigned *end)
 {
 	struct walk k = {.w = w, .cap = WALK_INLINE, .tip = *tip};
 	k.held = k.inline_held;
@@ -517,7 +517,7 @@ queued_of_group(void *ctx, struct task *t)
  * record a thief may have run and freed meanwhile; put_back) and public again. With
  * `deep`, then the group's jobs queued in the injector. */
 static bool
-help_group(struct worker *w, struct heist_group *g, bool deep, struct todo *td)
+help_group(struct worker *w, struct heist_group *g, bool deep, struct to_run *td)
 {
 	if (g->pool != w->pool)
 		return false;	/* another pool's group: its threads run its jobs */
@@ -548,7 +548,7 @@ help_group(struct worker *w, struct heist_group *g, bool deep, struct todo *td)
 /* The stolen child t that we wait for: the work of its thief above t's floor, and then
  * what the thief is blocked in, which t needs. */
 static bool
-help_thief(struct worker *w, struct task *t, struct heist_future **tip, struct todo *td,
+help_thief(struct worker *w, struct task *t, struct heist_future **tip, struct to_run *td,
 	   unsigned *end)
 {
 	/* acquire: pairs with the thief's release store, made after it set floor. */
@@ -576,7 +576,7 @@ help_thief(struct worker *w, struct task *t, struct heist_future **tip, struct t
  * group's injector scan). */
 static bool
 find(struct worker *w, const struct awaited *a, bool deep, struct heist_future **tip,
-     struct todo *td, unsigned *end)
+     struct to_run *td, unsigned *end)
 {
 	*end = 0;
 	if (a->group) {
@@ -590,7 +590,7 @@ find(struct worker *w, const struct awaited *a, bool deep, struct heist_future *
 
 /* Run what find found, on top of the wait. */
 static void
-run(struct worker *w, struct todo *td)
+run(struct worker *w, struct to_run *td)
 {
 	if (td->claim) {
 		heist__job_claim(td->claim, w);	/* nothing, if someone took it first */
@@ -837,7 +837,7 @@ help_until_done(struct worker *w, const struct awaited *a)
 	struct heist_future *tip = NULL;	/* held: see struct walk */
 	bool shown = false, ever_shown = false;	/* published in blocked_in */
 	while (!awaited_done(a)) {
-		struct todo td = {NULL, false, NULL};
+		struct to_run td = {NULL, false, NULL};
 		bool parking = idle >= PATIENCE_SPINS + PATIENCE_YIELDS;
 		uint64_t before = parking ? heist__pool_progress(w->pool) : 0;
 		unsigned end;
