@@ -17,6 +17,17 @@
 
 enum { SLAB_RECORDS = 256 };
 
+/* Under AddressSanitizer each record is its own malloc block, so that a record used
+ * after its free, or freed twice, is reported where it happens (a slab hides both:
+ * the record is reused at once, and a double free makes a cycle in a free list). */
+#if defined(__SANITIZE_ADDRESS__)
+#define RECORDS_FROM_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RECORDS_FROM_MALLOC 1
+#endif
+#endif
+
 struct cache;
 
 struct record {
@@ -120,6 +131,9 @@ cache_get(void)
 void *
 heist__record_alloc(void)
 {
+#ifdef RECORDS_FROM_MALLOC
+	return aligned_alloc(16, RECORD_BYTES);
+#endif
 	struct cache *c = cache_get();
 	if (!c)
 		return NULL;
@@ -150,6 +164,10 @@ heist__record_free(void *p)
 {
 	if (!p)
 		return;
+#ifdef RECORDS_FROM_MALLOC
+	free(p);
+	return;
+#endif
 	struct record *r = (struct record *)((unsigned char *)p - offsetof(struct record, body));
 	struct cache *c = r->home;
 	if (c == my_cache) {

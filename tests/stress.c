@@ -374,8 +374,11 @@ player_main(void *arg)
 		if (v == ECANCELED ? !j->cancelled || runs != 0 : v != 0 || runs != 1)
 			FAIL("job %u (kind %d): result %d, ran %d times, cancelled %d", i,
 			     j->kind, v, runs, j->cancelled);
-		heist_future_release(j->f);
 	}
+	/* Only now, with every job done: a later job's body waits on an earlier job's
+	 * future, so no future may go while a job that waits on it has yet to run. */
+	for (unsigned i = 0; i < p->njobs; i++)
+		heist_future_release(p->jobs[i].f);
 	return NULL;
 }
 
