@@ -13,19 +13,30 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 enum { SLAB_RECORDS = 256 };
 
-/* Under AddressSanitizer each record is its own malloc block, so that a record used
- * after its free, or freed twice, is reported where it happens (a slab hides both:
- * the record is reused at once, and a double free makes a cycle in a free list). */
+/* Under AddressSanitizer a free record's body is poisoned, so that a job used after its
+ * record was freed is reported where it happens, and a record freed twice is caught
+ * (it would make a cycle in a free list: a hang, far from the fault). */
 #if defined(__SANITIZE_ADDRESS__)
-#define RECORDS_FROM_MALLOC 1
+#define RECORDS_POISONED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define RECORDS_FROM_MALLOC 1
+#define RECORDS_POISONED 1
 #endif
+#endif
+#ifdef RECORDS_POISONED
+#include <sanitizer/asan_interface.h>
+#define POISON(r) ASAN_POISON_MEMORY_REGION((r)->body, RECORD_BYTES)
+#define UNPOISON(r) ASAN_UNPOISON_MEMORY_REGION((r)->body, RECORD_BYTES)
+#define IS_POISONED(r) __asan_address_is_poisoned((r)->body)
+#else
+#define POISON(r) ((void)(r))
+#define UNPOISON(r) ((void)(r))
+#define IS_POISONED(r) ((void)(r), 0)
 #endif
 
 struct cache;
@@ -76,6 +87,8 @@ cache_release(struct cache *c, long n)
 		return;
 	while (c->slabs) {
 		struct slab *next = c->slabs->next;
+		for (int i = 0; i < SLAB_RECORDS; i++)
+			UNPOISON(&c->slabs->rec[i]);
 		free(c->slabs);
 		c->slabs = next;
 	}
@@ -131,9 +144,6 @@ cache_get(void)
 void *
 heist__record_alloc(void)
 {
-#ifdef RECORDS_FROM_MALLOC
-	return aligned_alloc(16, RECORD_BYTES);
-#endif
 	struct cache *c = cache_get();
 	if (!c)
 		return NULL;
@@ -153,10 +163,19 @@ heist__record_alloc(void)
 			slab->rec[i].home = c;
 			slab->rec[i].next = r;
 			r = &slab->rec[i];
+			POISON(r);
 		}
 	}
 	c->local = r->next;
+	UNPOISON(r);
 	return r->body;
+}
+
+static void
+freed_twice(void *p)
+{
+	fprintf(stderr, "heist: job record %p freed twice\n", p);
+	abort();
 }
 
 void
@@ -164,11 +183,10 @@ heist__record_free(void *p)
 {
 	if (!p)
 		return;
-#ifdef RECORDS_FROM_MALLOC
-	free(p);
-	return;
-#endif
 	struct record *r = (struct record *)((unsigned char *)p - offsetof(struct record, body));
+	if (IS_POISONED(r))
+		freed_twice(p);
+	POISON(r);
 	struct cache *c = r->home;
 	if (c == my_cache) {
 		r->next = c->local;

@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,21 @@ thread_stopped(void *ctx, unsigned index)
 	(void)ctx;
 	(void)index;
 	atomic_fetch_sub(&live_threads, 1);
+}
+
+/* With TEST_VERBOSE set, one line per shape run: what ran, its peak and its bound, the
+ * figures an issue note quotes. */
+static void
+shape_report(const char *fmt, ...)
+{
+	if (!getenv("TEST_VERBOSE"))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
 }
 
 static heist_pool *
@@ -277,6 +293,11 @@ run_chain(const struct chain_run *r)
 		assert_int_equal(heist_pool_stats(c.pool[i], &st[i]), 0);
 	heist_pool_destroy(c.pool[0]);
 	heist_pool_destroy(c.pool[1]);
+	shape_report("chain%s depth %d via %s, %u workers, %d outside, spares %s: peak %d "
+		     "pool threads, bound %d, spares started %llu", r->cross_start ? " (both pools)" : "",
+		     r->depth, r->via_run ? "run" : "submit+wait", r->workers, r->outside,
+		     r->max_spares == HEIST_SPARES_NONE ? "none" : "default", peak, bound,
+		     (unsigned long long)(st[0].spares_started + st[1].spares_started));
 	if (peak > bound || proc > base + 1 + r->outside + bound + 1)
 		fail_msg("chain depth %d, %u workers, %d outside, spares %u: %d pool threads "
 			 "at once (%d in /proc over a base of %d), bound %d; spares started %llu "
@@ -386,6 +407,10 @@ run_polls(unsigned workers, unsigned max_spares, int outside, uint64_t step_ns, 
 	/* The theorem: each timed wait that cannot finish alone holds its thread; the
 	 * pool runs its workers, and a stand-in per poll beyond them. */
 	int bound = (int)workers + outside * depth;
+	shape_report("timed polls of %llu ns, depth %d, %u workers, %d outside, spares %s: "
+		     "peak %d pool threads, bound %d", (unsigned long long)step_ns, depth,
+		     workers, outside, max_spares == HEIST_SPARES_NONE ? "none" : "default",
+		     peak, bound);
 	if (peak > bound || proc > base + 1 + outside + bound + 1)
 		fail_msg("polls of %llu ns, depth %d, %u workers, %d outside: %d pool threads "
 			 "at once (%d in /proc over %d), bound %d", (unsigned long long)step_ns,
@@ -548,6 +573,11 @@ run_deps(int depth, enum chain_kind kind, int outside, unsigned max_spares)
 	heist_pool_destroy(pool);
 	for (int i = 0; i < outside; i++)
 		deps_free(&d[i]);
+	static const char *const kinds[] = {"continuations", "when_alls", "both"};
+	shape_report("chain of %s, depth %d, 1 worker, %d outside, spares %s: "
+		     "peak %d pool threads, spares started %llu", kinds[kind], depth, outside,
+		     max_spares == HEIST_SPARES_NONE ? "none" : "default", peak,
+		     (unsigned long long)st.spares_started);
 	if (max_spares == HEIST_SPARES_NONE)
 		assert_int_equal(st.spares_started, 0);
 	if (peak > 1 + (max_spares == HEIST_SPARES_NONE ? 0 : outside - 1))
