@@ -4,7 +4,7 @@
  * cancel some, wait with and without timeouts, run loops from outside (the guest
  * slot) and heist_run fork-join, and fire and forget; then the pools are destroyed
  * with work still queued. Every result is checked exactly, every accepted task must
- * run once, and no wait may hang (a 60 s bound per outside wait).
+ * run once, and no wait may hang (a watchdog aborts after 90 s without progress).
  *
  *     stress [--seed N] [--rounds N] [--seconds S]
  *
@@ -44,6 +44,19 @@ static const uint64_t WATCHDOG_NS = 60ull * 1000 * 1000 * 1000;
 
 static uint64_t seed;
 static atomic_int failures;
+
+/* The watchdog: every step, every job waited for and every phase of a round counts
+ * progress; 90 s without any (an outside heist_run, loop or destroy that hangs, which
+ * no timed wait guards) names what each thread was doing and aborts. */
+static atomic_ulong progress;
+static const char *_Atomic doing[THREADS + 1];	/* players, then main */
+
+static void
+now_doing(int who, const char *what)
+{
+	atomic_store(&doing[who], what);
+	atomic_fetch_add(&progress, 1);
+}
 
 #define FAIL(...)                                                                     \
 	do {                                                                          \
@@ -279,6 +292,7 @@ fired_body(void *arg)
 
 struct player {
 	struct round *round;
+	int id;				/* its slot in doing[] */
 	uint64_t rng;
 	struct job jobs[JOBS];
 	unsigned njobs;
@@ -315,6 +329,7 @@ static void
 step(struct player *p)
 {
 	struct round *r = p->round;
+	now_doing(p->id, "a step");
 	switch (pick(&p->rng, 8)) {
 	case 0:
 	case 1:
@@ -336,6 +351,7 @@ step(struct player *p)
 	case 5: {	/* a loop or a reduction from outside: the guest slot, or heist_run */
 		heist_pool *pool = r->pool[pick(&p->rng, 2)];
 		size_t n = pick(&p->rng, LOOP_MAX);
+		now_doing(p->id, "a loop or reduction from outside");
 		int rc = pick(&p->rng, 4) ? check_loop(pool, n, 0)
 					  : check_reduce(pool, n, 0, pick(&p->rng, 2));
 		if (rc)
@@ -345,6 +361,7 @@ step(struct player *p)
 	case 6: {	/* fork-join entered from outside */
 		int n = (int)pick(&p->rng, FIB_MAX);
 		struct fib f = {n, 0};
+		now_doing(p->id, "heist_run from outside");
 		int rc = heist_run(r->pool[pick(&p->rng, 2)], fib_spawn, &f);
 		if (rc || f.r != fib_serial(n))
 			FAIL("heist_run fib(%d): rc %d, %ld", n, rc, f.r);
@@ -365,6 +382,7 @@ player_main(void *arg)
 		step(p);
 	for (unsigned i = 0; i < p->njobs; i++) {
 		struct job *j = &p->jobs[i];
+		now_doing(p->id, "waiting for its jobs");
 		if (!heist_future_wait_for(j->f, WATCHDOG_NS)) {
 			FAIL("job %u (kind %d) did not finish in 60 s: deadlock", i, j->kind);
 			abort();	/* nothing sensible is left to do */
@@ -379,6 +397,7 @@ player_main(void *arg)
 	 * future, so no future may go while a job that waits on it has yet to run. */
 	for (unsigned i = 0; i < p->njobs; i++)
 		heist_future_release(p->jobs[i].f);
+	now_doing(p->id, "done");
 	return NULL;
 }
 
@@ -402,6 +421,7 @@ one_round(uint64_t *rng)
 	pthread_t th[THREADS];
 	for (int i = 0; i < THREADS; i++) {
 		p[i].round = &r;
+		p[i].id = i;
 		p[i].rng = rnd(rng);
 		if (pthread_create(&th[i], NULL, player_main, &p[i]))
 			FAIL("pthread_create");
@@ -413,12 +433,41 @@ one_round(uint64_t *rng)
 		if (heist_submit(r.pool[i % 2], fired_body, &r, NULL) == 0)
 			atomic_fetch_add(&r.fired, 1);
 	int first = (int)pick(rng, 2);
+	now_doing(THREADS, "destroying the first pool");
 	heist_pool_destroy(r.pool[first]);
+	now_doing(THREADS, "destroying the second pool");
 	heist_pool_destroy(r.pool[!first]);
+	now_doing(THREADS, "between rounds");
 	if (atomic_load(&r.ran_fired) != atomic_load(&r.fired))
 		FAIL("fire-and-forget: %ld accepted, %ld ran", atomic_load(&r.fired),
 		     atomic_load(&r.ran_fired));
 	free(p);
+}
+
+static void *
+watchdog_main(void *arg)
+{
+	(void)arg;
+	unsigned long seen = atomic_load(&progress);
+	for (int still = 0;; still++) {
+		nap_us(1000 * 1000 - 1);
+		unsigned long now = atomic_load(&progress);
+		if (now != seen) {
+			seen = now;
+			still = -1;
+			continue;
+		}
+		if (still < 90)
+			continue;
+		FAIL("no progress in 90 s: a hang");
+		for (int i = 0; i <= THREADS; i++) {
+			const char *what = atomic_load(&doing[i]);
+			fprintf(stderr, "stress:   %s %d: %s\n", i < THREADS ? "player" : "main",
+				i, what ? what : "not started");
+		}
+		abort();
+	}
+	return NULL;
 }
 
 int
@@ -447,6 +496,12 @@ main(int argc, char **argv)
 	fflush(stdout);
 	uint64_t rng = seed;
 	long done = 0;
+	pthread_t dog;
+	if (pthread_create(&dog, NULL, watchdog_main, NULL)) {
+		fprintf(stderr, "stress: no watchdog thread\n");
+		return 1;
+	}
+	pthread_detach(dog);
 	for (;;) {
 		struct timespec t;
 		clock_gettime(CLOCK_MONOTONIC, &t);
