@@ -5,7 +5,9 @@
  * (W1's heist fib on a pool of one worker), with --separate-threads=yes, and takes
  * each run's busiest thread (the worker runs the whole heist tree; the main thread
  * only waits). Per pair: (heist - serial) / spawns, where a fib(n) tree has
- * fib(n + 1) - 1 calls above the leaves, one spawn+sync each. */
+ * fib(n + 1) - 1 calls above the leaves, one spawn+sync each. The same again for
+ * heist-bench-user (bench/user_fib.c), W1 built as a user's program is: -O2, the
+ * shared library, heist.h alone. */
 #include "workloads.h"
 
 #include "kernels.h"
@@ -93,23 +95,26 @@ busiest_thread(const char *dir, const char *prefix)
 	return best;
 }
 
-/* Run self --instr-child what n under callgrind; its busiest thread's instructions,
- * or 0 if valgrind could not run it. */
+/* Run prog under callgrind: `self --instr-child what n`, or, when user is set, the
+ * user-style build `user what n`. Its busiest thread's instructions, or 0 if valgrind
+ * could not run it. */
 static uint64_t
-count(const char *self, const char *dir, const char *what, int n)
+count(const char *self, const char *user, const char *dir, const char *what, int n)
 {
 	char out[4200], prefix[64], num[16];
-	snprintf(prefix, sizeof prefix, "cg-%s.out", what);
+	snprintf(prefix, sizeof prefix, "cg-%s-%s.out", user ? "user" : "bench", what);
 	snprintf(out, sizeof out, "--callgrind-out-file=%s/%s", dir, prefix);
 	snprintf(num, sizeof num, "%d", n);
 	pid_t pid = fork();
 	if (pid < 0)
 		return 0;
 	if (pid == 0) {
-		char *argv[] = { "valgrind", "--tool=callgrind", "--separate-threads=yes",
-				 "--quiet", out, (char *)self, "--instr-child", (char *)what,
-				 num, NULL };
-		execvp("valgrind", argv);
+		char *bench[] = { "valgrind", "--tool=callgrind", "--separate-threads=yes",
+				  "--quiet", out, (char *)self, "--instr-child", (char *)what,
+				  num, NULL };
+		char *users[] = { "valgrind", "--tool=callgrind", "--separate-threads=yes",
+				  "--quiet", out, (char *)user, (char *)what, num, NULL };
+		execvp("valgrind", user ? users : bench);
 		fprintf(stderr, "heist-bench: cannot run valgrind: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -121,6 +126,16 @@ count(const char *self, const char *dir, const char *what, int n)
 	return busiest_thread(dir, prefix);
 }
 
+/* heist-bench-user beside this program (bench/user_fib.c), or NULL. */
+static const char *
+user_build(const char *self, char *buf, size_t cap)
+{
+	const char *slash = strrchr(self, '/');
+	int len = slash ? (int)(slash - self + 1) : 0;
+	snprintf(buf, cap, "%.*sheist-bench-user", len, self);
+	return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
 int
 bench_instructions(const char *self, int n)
 {
@@ -129,12 +144,16 @@ bench_instructions(const char *self, int n)
 		perror("heist-bench: mkdtemp");
 		return 1;
 	}
-	uint64_t serial = count(self, dir, "serial", n);
-	uint64_t heist = serial ? count(self, dir, "heist", n) : 0;
+	char path[4200];
+	const char *user = user_build(self, path, sizeof path);
+	uint64_t serial = count(self, NULL, dir, "serial", n);
+	uint64_t heist = serial ? count(self, NULL, dir, "heist", n) : 0;
+	uint64_t user_serial = user && heist ? count(self, user, dir, "serial", n) : 0;
+	uint64_t user_heist = user_serial ? count(self, user, dir, "heist", n) : 0;
 	rmdir(dir);
-	if (!serial || !heist) {
+	if (!serial || !heist || (user && !user_heist)) {
 		fprintf(stderr, "heist-bench: --instructions needs valgrind (callgrind), and "
-				"both runs to succeed\n");
+				"every run to succeed\n");
 		return 1;
 	}
 	double pairs = (double)fib_expected(n + 1) - 1;
@@ -144,5 +163,16 @@ bench_instructions(const char *self, int n)
 	printf("W1       fib(%d)    heist           1  %14" PRIu64
 	       "  %.1f instructions per spawn+sync pair over serial (target <= 17: %s)\n",
 	       n, heist, per, per <= 17 ? "met" : "MISSED");
+	if (!user) {
+		printf("W1       fib(%d)    heist-user      -  (heist-bench-user not found "
+		       "beside heist-bench)\n", n);
+		return 0;
+	}
+	double user_per = ((double)user_heist - (double)user_serial) / pairs;
+	printf("W1       fib(%d)    serial-user     1  %14" PRIu64 "\n", n, user_serial);
+	printf("W1       fib(%d)    heist-user      1  %14" PRIu64
+	       "  %.1f instructions per pair over serial-user (target <= 35: %s)  (a user's "
+	       "build: -O2, shared library)\n",
+	       n, user_heist, user_per, user_per <= 35 ? "met" : "MISSED");
 	return 0;
 }

@@ -28,6 +28,16 @@
 #ifndef HEIST_INLINE_H
 #define HEIST_INLINE_H
 
+/* The fast paths are inlined whatever the compiler's size heuristics say: a user's
+ * plain -O2 build called heist__spawn_inline out of line (a call, a frame and a return
+ * on every spawn). Not at -O0 nor with -fno-inline (__NO_INLINE__), where a build asks
+ * for calls: that is how the library's own -fno-inline CI cell tests them as calls. */
+#ifdef __NO_INLINE__
+#define HEIST__FAST static inline
+#else
+#define HEIST__FAST static inline __attribute__((always_inline))
+#endif
+
 #define HEIST__LAYOUT 1
 #define HEIST__LINE 128		/* the library's cache-line stride */
 #define HEIST__TASK_PENDING 0x7a5c0de0u
@@ -68,7 +78,7 @@ struct heist__worker_view {
  * at start-up, or dlopen'd while static TLS space is left, as glibc keeps some). */
 extern __thread void *heist__self_v1 __attribute__((tls_model("initial-exec")));
 
-static inline void **
+HEIST__FAST void **
 heist__slots(struct heist__array_view *a)
 {
 	return (void **)(a + 1);
@@ -76,14 +86,14 @@ heist__slots(struct heist__array_view *a)
 
 /* A statistics counter: only the owner writes it, others read it with relaxed loads,
  * so a relaxed load and store cannot lose an increment. */
-static inline void
+HEIST__FAST void
 heist__count(uint64_t *c)
 {
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
 /* Fill t and push it: the deque has room at b. */
-static inline void
+HEIST__FAST void
 heist__push(struct heist__worker_view *w, heist_task *t, heist_fn fn, void *arg, int64_t b,
 	    void **slot)
 {
@@ -131,7 +141,7 @@ heist__unsampled(struct heist__worker_view *w)
 	return 1;
 }
 
-static inline void
+HEIST__FAST void
 heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 {
 	struct heist__worker_view *w = (struct heist__worker_view *)heist__self_v1;
@@ -154,7 +164,7 @@ heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 	(heist_spawn)(t, fn, arg);
 }
 
-static inline int
+HEIST__FAST int
 heist__sync_inline(heist_task *t)
 {
 	struct heist__worker_view *w = (struct heist__worker_view *)heist__self_v1;
