@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cancel.h"
+#include "clock.h"
 #include <stddef.h>
 
 #include "futex.h"
@@ -288,6 +289,30 @@ loop_done(struct worker *w)
 		heist__spare_surplus(&pool->spares));
 }
 
+/* How long a worker searches before it sleeps. Spinning pays while work comes sooner
+ * than a sleep and a wake would bring it (a wake costs a futex call on each side and a
+ * CPU to wake: ~10 us on a VM); past that it spends a core on nothing. So each worker
+ * keeps a running average of how long its searches took to find work, asleep or not
+ * (capped at SEARCH_CAP_NS), and searches pool->spin rounds while the average is below
+ * SEARCH_WORTH_NS (a storm, fork-join, a loop's next phase: work a few microseconds
+ * away), else SEARCH_SHORT rounds (a light load: tasks tens of microseconds apart; the
+ * worker sleeps after a few microseconds, and each task's submit wakes it). A load
+ * that picks up brings its work sooner, asleep or not, and gets its spinners back. */
+enum { SEARCH_SHORT = 8 };
+static const int64_t SEARCH_WORTH_NS = 20 * 1000, SEARCH_CAP_NS = 100 * 1000;
+
+static void
+search_ended(struct worker *w, uint64_t started_ns)
+{
+	int64_t took = (int64_t)(heist__now_ns() - started_ns);
+	if (took > SEARCH_CAP_NS)
+		took = SEARCH_CAP_NS;
+	w->search_avg_ns += (took - w->search_avg_ns) / 4;
+	unsigned max = w->pool->spin;
+	w->search_budget = w->search_avg_ns < SEARCH_WORTH_NS || max < SEARCH_SHORT
+				   ? max : SEARCH_SHORT;
+}
+
 /* The main loop's source of tasks. NULL when the loop should end (loop_done). A spare
  * asks before it takes anything new, so that a surplus one retires rather than take
  * work a worker would have (its heist_worker_index() is -1). */
@@ -306,8 +331,9 @@ next_task(struct worker *w)
 	if ((t = take_injector(w)))
 		return t;
 	heist__sleep_start_search(&pool->sleep);
+	uint64_t started = heist__now_ns();
 	for (;;) {
-		for (unsigned round = 0; round < pool->spin; round++) {
+		for (unsigned round = 0; round < w->search_budget; round++) {
 			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
@@ -316,6 +342,7 @@ next_task(struct worker *w)
 			if (!t && (t = heist__steal_round(w)))
 				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);
 			if (t) {
+				search_ended(w, started);
 				stop_searching(pool);
 				return t;
 			}
