@@ -23,7 +23,7 @@ enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 enum { INSTR_FIB_N = 27 };	/* --instructions: W1 at fib(27), issue 12's size */
 
 /* Every name --only accepts, in order: the workloads' size names once each (W2's two
- * sizes are both "W2"), then "idle". Returns how many. */
+ * sizes are both "W2"), then "W9" and "idle". Returns how many. */
 static size_t
 workload_names(const char **names, size_t max)
 {
@@ -34,6 +34,8 @@ workload_names(const char **names, size_t max)
 			if (n < max && (n == 0 || strcmp(names[n - 1], name) != 0))
 				names[n++] = name;
 		}
+	if (n < max)
+		names[n++] = "W9";
 	if (n < max)
 		names[n++] = "idle";
 	return n;
@@ -208,6 +210,7 @@ main(int argc, char **argv)
 #endif
 
 	bench_run(&o, workloads, NWORKLOADS);
+	light_load(&o);
 	idle_cpu(&o);
 
 #ifdef HEIST_BENCH_TBB

@@ -32,5 +32,8 @@ int bench_instr_child(const char *what, int n);
 
 /* idle: what an idle heist pool costs; no variants, no repetitions (w_idle.c). */
 void idle_cpu(const struct bench_opts *o);
+/* W9 at light load: an open loop at 20,000 and 200,000 tasks/s; the pool's CPU and how
+ * late tasks start (w_light.c). */
+void light_load(const struct bench_opts *o);
 
 #endif /* HEIST_BENCH_WORKLOADS_H */

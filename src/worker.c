@@ -267,13 +267,15 @@ work_visible(struct heist_pool *pool)
 	return found;
 }
 
-static void
+/* Sleeps until woken; returns when its waker saw work (sleep.h). */
+static uint64_t
 sleep_until_woken(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
 	counter_add(&w->stats.sleeps, 1);
-	heist__sleep_wait(&pool->sleep, w->index);
+	uint64_t woken = heist__sleep_wait(&pool->sleep, w->index);
 	counter_add(&w->stats.wakes, 1);
+	return woken;
 }
 
 /* Whether the loop should end: the pool stopped, or w is a spare the pool no longer
@@ -292,25 +294,33 @@ loop_done(struct worker *w)
 /* How long a worker searches before it sleeps. Spinning pays while work comes sooner
  * than a sleep and a wake would bring it (a wake costs a futex call on each side and a
  * CPU to wake: ~10 us on a VM); past that it spends a core on nothing. So each worker
- * keeps a running average of how long its searches took to find work, asleep or not
- * (capped at SEARCH_CAP_NS), and searches pool->spin rounds while the average is below
- * SEARCH_WORTH_NS (a storm, fork-join, a loop's next phase: work a few microseconds
- * away), else SEARCH_SHORT rounds (a light load: tasks tens of microseconds apart; the
- * worker sleeps after a few microseconds, and each task's submit wakes it). A load
- * that picks up brings its work sooner, asleep or not, and gets its spinners back. */
-enum { SEARCH_SHORT = 8 };
+ * keeps a running average of how long work took to come once it began to search, each
+ * capped at SEARCH_CAP_NS. The time spinning is counted in rounds (SEARCH_ROUND_NS
+ * each), not read from a clock, so that a search the kernel preempted (three threads
+ * on two CPUs) does not pass for a slow load; the time asleep runs until the waker saw
+ * work (not until the sleeper woke: that would count the wake's own latency). Once
+ * the average reaches 2 x SEARCH_WORTH_NS (a light load: tasks tens of microseconds
+ * apart) a search makes SEARCH_SHORT rounds: the worker sleeps after a couple of
+ * microseconds, and each task's submit wakes it. Once it is back under SEARCH_WORTH_NS
+ * (a storm, fork-join, a loop's next phase: work a few microseconds away) a search
+ * makes pool->spin rounds again. The gap between the two keeps a moderate load (tasks
+ * some 5-10 us apart, whose average wanders) from flipping between the two, which
+ * cost it sleeps and wakes. */
+enum { SEARCH_SHORT = 8, SEARCH_ROUND_NS = 250 };
 static const int64_t SEARCH_WORTH_NS = 20 * 1000, SEARCH_CAP_NS = 100 * 1000;
 
 static void
-search_ended(struct worker *w, uint64_t started_ns)
+search_ended(struct worker *w, unsigned rounds, int64_t asleep_ns)
 {
-	int64_t took = (int64_t)(heist__now_ns() - started_ns);
+	int64_t took = (int64_t)rounds * SEARCH_ROUND_NS + (asleep_ns > 0 ? asleep_ns : 0);
 	if (took > SEARCH_CAP_NS)
 		took = SEARCH_CAP_NS;
 	w->search_avg_ns += (took - w->search_avg_ns) / 4;
 	unsigned max = w->pool->spin;
-	w->search_budget = w->search_avg_ns < SEARCH_WORTH_NS || max < SEARCH_SHORT
-				   ? max : SEARCH_SHORT;
+	if (max < SEARCH_SHORT || w->search_avg_ns < SEARCH_WORTH_NS)
+		w->search_budget = max;
+	else if (w->search_avg_ns >= 2 * SEARCH_WORTH_NS)
+		w->search_budget = SEARCH_SHORT;
 }
 
 /* The main loop's source of tasks. NULL when the loop should end (loop_done). A spare
@@ -331,7 +341,7 @@ next_task(struct worker *w)
 	if ((t = take_injector(w)))
 		return t;
 	heist__sleep_start_search(&pool->sleep);
-	uint64_t started = heist__now_ns();
+	bool judged = false;	/* this search's time went into the average */
 	for (;;) {
 		for (unsigned round = 0; round < w->search_budget; round++) {
 			if (loop_done(w)) {
@@ -342,7 +352,8 @@ next_task(struct worker *w)
 			if (!t && (t = heist__steal_round(w)))
 				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);
 			if (t) {
-				search_ended(w, started);
+				if (!judged)
+					search_ended(w, round, 0);
 				stop_searching(pool);
 				return t;
 			}
@@ -362,7 +373,11 @@ next_task(struct worker *w)
 			}
 			continue;
 		}
-		sleep_until_woken(w);
+		uint64_t slept = heist__now_ns();
+		uint64_t woken = sleep_until_woken(w);
+		if (!judged)
+			search_ended(w, w->search_budget, (int64_t)(woken - slept));
+		judged = true;
 	}
 }
 
