@@ -293,28 +293,52 @@ loop_done(struct worker *w)
 
 /* How long a worker searches before it sleeps. Spinning pays while work comes sooner
  * than a sleep and a wake would bring it (a wake costs a futex call on each side and a
- * CPU to wake: ~10 us on a VM); past that it spends a core on nothing. So each worker
- * keeps a running average of how long work took to come once it began to search, each
- * capped at SEARCH_CAP_NS. The time spinning is counted in rounds (SEARCH_ROUND_NS
- * each), not read from a clock, so that a search the kernel preempted (three threads
- * on two CPUs) does not pass for a slow load; the time asleep runs until the waker saw
- * work (not until the sleeper woke: that would count the wake's own latency). Once
- * the average reaches 2 x SEARCH_WORTH_NS (a light load: tasks tens of microseconds
- * apart) a search makes SEARCH_SHORT rounds: the worker sleeps after a couple of
- * microseconds, and each task's submit wakes it. Once it is back under SEARCH_WORTH_NS
- * (a storm, fork-join, a loop's next phase: work a few microseconds away) a search
- * makes pool->spin rounds again. The gap between the two keeps a moderate load (tasks
- * some 5-10 us apart, whose average wanders) from flipping between the two, which
- * cost it sleeps and wakes. */
+ * CPU to wake: ~10 us on a VM); past that it spends a core on nothing. What matters is
+ * how often work comes to the pool, not to this worker (a worker that loses every race
+ * to a busy neighbour sees no work for long, in a pool that is anything but idle). So
+ * a search that lasts past SEARCH_SHORT rounds counts the tasks the pool's threads
+ * started meanwhile (pool_started), and its sample is its time over that count (its
+ * own find included): the pool's gap between tasks. Its time is its rounds, at
+ * SEARCH_ROUND_NS each (counted, not clocked, so that a search the kernel preempted
+ * does not pass for a slow load), plus its time asleep until its waker saw work (not
+ * until it woke: that would count the wake's own latency); each sample is capped at
+ * SEARCH_CAP_NS, and a quick find counts as no gap at all. Each worker keeps a running
+ * average of them. Once it reaches 2 x SEARCH_WORTH_NS (a light load: tasks tens of
+ * microseconds apart) a search makes SEARCH_SHORT rounds: the worker sleeps after a
+ * couple of microseconds, and each task's submit wakes it. Once it is back under
+ * SEARCH_WORTH_NS (a storm, fork-join, round trips, a loop's next phase) a search makes
+ * pool->spin rounds again. The gap between the two keeps a load whose average wanders
+ * near one threshold from flipping between them, which cost it sleeps and wakes. */
 enum { SEARCH_SHORT = 8, SEARCH_ROUND_NS = 250 };
 static const int64_t SEARCH_WORTH_NS = 20 * 1000, SEARCH_CAP_NS = 100 * 1000;
 
-static void
-search_ended(struct worker *w, unsigned rounds, int64_t asleep_ns)
+/* The tasks the pool's threads have started: a count that only grows. relaxed:
+ * counters (internal.h); a stale sum only blurs one sample. */
+static uint64_t
+pool_started(struct heist_pool *pool)
 {
-	int64_t took = (int64_t)rounds * SEARCH_ROUND_NS + (asleep_ns > 0 ? asleep_ns : 0);
-	if (took > SEARCH_CAP_NS)
-		took = SEARCH_CAP_NS;
+	uint64_t sum = 0;
+	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n; i++) {
+		const struct worker *w = &pool->workers[i];
+		sum += counter_read(&w->stats.executed) + counter_read(&w->stats.pairs) +
+		       counter_read(&w->stats.stolen);
+	}
+	return sum;
+}
+
+/* A search found work (or its waker did): rounds spun past SEARCH_SHORT (0 for a quick
+ * find), time asleep, and pool_started() at its SEARCH_SHORT-th round. */
+static void
+search_ended(struct worker *w, unsigned rounds, int64_t asleep_ns, uint64_t started0)
+{
+	int64_t took = 0;
+	if (rounds || asleep_ns > 0) {
+		uint64_t k = pool_started(w->pool) - started0 + 1;	/* + our find */
+		took = ((int64_t)rounds * SEARCH_ROUND_NS + (asleep_ns > 0 ? asleep_ns : 0)) /
+		       (int64_t)k;
+		if (took > SEARCH_CAP_NS)
+			took = SEARCH_CAP_NS;
+	}
 	w->search_avg_ns += (took - w->search_avg_ns) / 4;
 	unsigned max = w->pool->spin;
 	if (max < SEARCH_SHORT || w->search_avg_ns < SEARCH_WORTH_NS)
@@ -342,8 +366,12 @@ next_task(struct worker *w)
 		return t;
 	heist__sleep_start_search(&pool->sleep);
 	bool judged = false;	/* this search's time went into the average */
+	uint64_t started0 = 0;	/* pool_started() at round SEARCH_SHORT */
+	unsigned spun = 0;	/* rounds past SEARCH_SHORT in the first pass */
 	for (;;) {
 		for (unsigned round = 0; round < w->search_budget; round++) {
+			if (round == SEARCH_SHORT && !judged)
+				started0 = pool_started(pool);
 			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
@@ -353,7 +381,8 @@ next_task(struct worker *w)
 				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);
 			if (t) {
 				if (!judged)
-					search_ended(w, round, 0);
+					search_ended(w, round > SEARCH_SHORT ? round - SEARCH_SHORT : 0,
+						     0, started0);
 				stop_searching(pool);
 				return t;
 			}
@@ -373,10 +402,15 @@ next_task(struct worker *w)
 			}
 			continue;
 		}
+		if (!judged) {
+			spun = w->search_budget > SEARCH_SHORT ? w->search_budget - SEARCH_SHORT : 0;
+			if (spun == 0)
+				started0 = pool_started(pool);
+		}
 		uint64_t slept = heist__now_ns();
 		uint64_t woken = sleep_until_woken(w);
 		if (!judged)
-			search_ended(w, w->search_budget, (int64_t)(woken - slept));
+			search_ended(w, spun, (int64_t)(woken - slept), started0);
 		judged = true;
 	}
 }
