@@ -109,7 +109,6 @@ heist__pool_slot_init(struct heist_pool *pool, unsigned i)
 	w->pool = pool;
 	w->index = i;
 	w->rng = 0x9E3779B97F4A7C15ULL * (i + 1);
-	w->search_budget = pool->spin;
 	w->hazard = &pool->hazards[i];
 	w->victims = heist__topology_victims(pool->topo, i);
 	if (heist__deque_init(&w->dq, DEQUE_CAPACITY, pool->hazards, pool->slots_max))

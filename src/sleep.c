@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "clock.h"
 #include "futex.h"
 
 enum { AWAKE = 0, SLEEPING = 1 };
@@ -183,13 +182,12 @@ heist__sleep_return(struct sleep *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-uint64_t
+void
 heist__sleep_wait(struct sleep *s, unsigned i)
 {
-	/* acquire: pairs with the waker's release store of AWAKE, after woken_ns. */
+	/* acquire: pairs with the waker's release store of AWAKE. */
 	while (atomic_load_explicit(&s->sleepers[i].word, memory_order_acquire) == SLEEPING)
 		heist__futex_wait(&s->sleepers[i].word, SLEEPING, 0);
-	return s->sleepers[i].woken_ns;
 }
 
 /* Under the lock: take one sleeper off the stack and make it a searcher. */
@@ -202,8 +200,7 @@ pop_sleeper(struct sleep *s)
 	/* seq_cst: it is a searcher from now on, so no other notifier wakes a second
 	 * worker for the same work. */
 	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER - ONE_SLEEPER, memory_order_seq_cst);
-	s->sleepers[j].woken_ns = heist__now_ns();
-	/* release: pairs with the acquire load in heist__sleep_wait (woken_ns too). */
+	/* release: pairs with the acquire load in heist__sleep_wait. */
 	atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
 	return (int)j;
 }
@@ -234,8 +231,7 @@ recall_lent(struct sleep *s)
 	s->owed = true;
 	/* seq_cst: a searcher from now on, as in pop_sleeper. */
 	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
-	s->sleepers[j].woken_ns = heist__now_ns();
-	/* release: pairs with the acquire load in heist__sleep_wait (woken_ns too). */
+	/* release: pairs with the acquire load in heist__sleep_wait. */
 	atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
 	return j;
 }

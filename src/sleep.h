@@ -24,9 +24,6 @@ struct sleeper {
 	/* SLEEPING while on the idle stack; a waker stores AWAKE (release) and then
 	 * calls futex wake. Its own line: only it and its waker touch it. */
 	CACHE_ALIGNED _Atomic uint32_t word;
-	/* When its last waker took it off the stack (heist__now_ns): written before
-	 * the release store of AWAKE, read by the sleeper after its acquire load. */
-	uint64_t woken_ns;
 };
 
 struct sleep {
@@ -72,10 +69,8 @@ bool heist__sleep_stop_search(struct sleep *s);
  * (heist__sleep_lend), and the work is the guest's or the others'. */
 void heist__sleep_prepare(struct sleep *s, unsigned i);
 bool heist__sleep_cancel(struct sleep *s, unsigned i);
-/* Sleeps until woken; returns a searcher, and when its waker saw the work it was
- * woken for (heist__now_ns): how long work took to come, for the worker's search
- * budget (worker.c). */
-uint64_t heist__sleep_wait(struct sleep *s, unsigned i);
+/* Sleeps until woken; returns a searcher. */
+void heist__sleep_wait(struct sleep *s, unsigned i);
 
 /* Step (4): after a seq_cst write that made work available. */
 void heist__sleep_notify_slow(struct sleep *s);

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "cancel.h"
-#include "clock.h"
 #include <stddef.h>
 
 #include "futex.h"
@@ -267,15 +266,13 @@ work_visible(struct heist_pool *pool)
 	return found;
 }
 
-/* Sleeps until woken; returns when its waker saw work (sleep.h). */
-static uint64_t
+static void
 sleep_until_woken(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
 	counter_add(&w->stats.sleeps, 1);
-	uint64_t woken = heist__sleep_wait(&pool->sleep, w->index);
+	heist__sleep_wait(&pool->sleep, w->index);
 	counter_add(&w->stats.wakes, 1);
-	return woken;
 }
 
 /* Whether the loop should end: the pool stopped, or w is a spare the pool no longer
@@ -289,62 +286,6 @@ loop_done(struct worker *w)
 	return atomic_load_explicit(&pool->stop, memory_order_relaxed) ||
 	       (heist__worker_is_spare(w) && !w->stand_in_owed &&
 		heist__spare_surplus(&pool->spares));
-}
-
-/* How long a worker searches before it sleeps. Spinning pays while work comes sooner
- * than a sleep and a wake would bring it (a wake costs a futex call on each side and a
- * CPU to wake: ~10 us on a VM); past that it spends a core on nothing. What matters is
- * how often work comes to the pool, not to this worker (a worker that loses every race
- * to a busy neighbour sees no work for long, in a pool that is anything but idle). So
- * a search that lasts past SEARCH_SHORT rounds counts the tasks the pool's threads
- * started meanwhile (pool_started), and its sample is its time over that count (its
- * own find included): the pool's gap between tasks. Its time is its rounds, at
- * SEARCH_ROUND_NS each (counted, not clocked, so that a search the kernel preempted
- * does not pass for a slow load), plus its time asleep until its waker saw work (not
- * until it woke: that would count the wake's own latency); each sample is capped at
- * SEARCH_CAP_NS, and a quick find counts as no gap at all. Each worker keeps a running
- * average of them. Once it reaches 2 x SEARCH_WORTH_NS (a light load: tasks tens of
- * microseconds apart) a search makes SEARCH_SHORT rounds: the worker sleeps after a
- * couple of microseconds, and each task's submit wakes it. Once it is back under
- * SEARCH_WORTH_NS (a storm, fork-join, round trips, a loop's next phase) a search makes
- * pool->spin rounds again. The gap between the two keeps a load whose average wanders
- * near one threshold from flipping between them, which cost it sleeps and wakes. */
-enum { SEARCH_SHORT = 8, SEARCH_ROUND_NS = 250 };
-static const int64_t SEARCH_WORTH_NS = 20 * 1000, SEARCH_CAP_NS = 100 * 1000;
-
-/* The tasks the pool's threads have started: a count that only grows. relaxed:
- * counters (internal.h); a stale sum only blurs one sample. */
-static uint64_t
-pool_started(struct heist_pool *pool)
-{
-	uint64_t sum = 0;
-	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n; i++) {
-		const struct worker *w = &pool->workers[i];
-		sum += counter_read(&w->stats.executed) + counter_read(&w->stats.pairs) +
-		       counter_read(&w->stats.stolen);
-	}
-	return sum;
-}
-
-/* A search found work (or its waker did): rounds spun past SEARCH_SHORT (0 for a quick
- * find), time asleep, and pool_started() at its SEARCH_SHORT-th round. */
-static void
-search_ended(struct worker *w, unsigned rounds, int64_t asleep_ns, uint64_t started0)
-{
-	int64_t took = 0;
-	if (rounds || asleep_ns > 0) {
-		uint64_t k = pool_started(w->pool) - started0 + 1;	/* + our find */
-		took = ((int64_t)rounds * SEARCH_ROUND_NS + (asleep_ns > 0 ? asleep_ns : 0)) /
-		       (int64_t)k;
-		if (took > SEARCH_CAP_NS)
-			took = SEARCH_CAP_NS;
-	}
-	w->search_avg_ns += (took - w->search_avg_ns) / 4;
-	unsigned max = w->pool->spin;
-	if (max < SEARCH_SHORT || w->search_avg_ns < SEARCH_WORTH_NS)
-		w->search_budget = max;
-	else if (w->search_avg_ns >= 2 * SEARCH_WORTH_NS)
-		w->search_budget = SEARCH_SHORT;
 }
 
 /* The main loop's source of tasks. NULL when the loop should end (loop_done). A spare
@@ -365,13 +306,8 @@ next_task(struct worker *w)
 	if ((t = take_injector(w)))
 		return t;
 	heist__sleep_start_search(&pool->sleep);
-	bool judged = false;	/* this search's time went into the average */
-	uint64_t started0 = 0;	/* pool_started() at round SEARCH_SHORT */
-	unsigned spun = 0;	/* rounds past SEARCH_SHORT in the first pass */
 	for (;;) {
-		for (unsigned round = 0; round < w->search_budget; round++) {
-			if (round == SEARCH_SHORT && !judged)
-				started0 = pool_started(pool);
+		for (unsigned round = 0; round < pool->spin; round++) {
 			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
@@ -380,9 +316,6 @@ next_task(struct worker *w)
 			if (!t && (t = heist__steal_round(w)))
 				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);
 			if (t) {
-				if (!judged)
-					search_ended(w, round > SEARCH_SHORT ? round - SEARCH_SHORT : 0,
-						     0, started0);
 				stop_searching(pool);
 				return t;
 			}
@@ -402,16 +335,7 @@ next_task(struct worker *w)
 			}
 			continue;
 		}
-		if (!judged) {
-			spun = w->search_budget > SEARCH_SHORT ? w->search_budget - SEARCH_SHORT : 0;
-			if (spun == 0)
-				started0 = pool_started(pool);
-		}
-		uint64_t slept = heist__now_ns();
-		uint64_t woken = sleep_until_woken(w);
-		if (!judged)
-			search_ended(w, spun, (int64_t)(woken - slept), started0);
-		judged = true;
+		sleep_until_woken(w);
 	}
 }
 

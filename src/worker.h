@@ -62,11 +62,6 @@ struct worker {
 	/* A timed wait counted this thread parked, and it has not moved on since
 	 * (wait.c, timed_park). Owner only. */
 	bool timed_parked;
-	/* The rounds of this worker's next idle search (SEARCH_SHORT or pool->spin), and
-	 * the running average of how long its searches took to find work (worker.c,
-	 * search_ended). Owner only. */
-	unsigned search_budget;
-	int64_t search_avg_ns;
 
 	/* Waiting (wait.c), on a line of its own: what this thread is blocked in,
 	 * for the walkers of other pools that follow chains of waits through it; how

@@ -94,17 +94,11 @@ struct heist_config {
 				     or a shrinking cgroup (docs/benchmarks.md) */
 	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
 				     many outside submissions are queued */
-	unsigned spin;		/**< idle steal rounds before a worker sleeps, at most;
-				     0: default (1024, about 0.3 ms: half with pauses,
-				     half yielding). A worker whose searches lately took
-				     40 us or more on average to find work (a light
-				     load) searches 8 rounds instead, then sleeps, so a
-				     lightly loaded pool costs little CPU; its searches
-				     go back to spin rounds once work comes within 20 us
-				     (docs/architecture.md). A round tries every
-				     other worker: above 9 workers a search makes
-				     spin x 8 / (threads - 1) rounds (at least 1), so its
-				     cost does not grow with the pool */
+	unsigned spin;		/**< idle steal rounds before a worker sleeps; 0: default
+				     (1024, about 0.3 ms: half with pauses, half yielding).
+				     A round tries every other worker: above 9 workers a
+				     search makes spin x 8 / (threads - 1) rounds (at
+				     least 1), so its cost does not grow with the pool */
 	bool profile;		/**< record TSC timestamps for every task (or one in
 				     profile_every) */
 	const char *name;	/**< thread-name prefix; NULL: "heist" */
