@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* baseline_pool.c - mutex + condvar FIFO thread pool (see baseline_pool.h). Deliberately
  * plain: one lock for everything, a node per task, a signal per submit. */
 #define _POSIX_C_SOURCE 200809L

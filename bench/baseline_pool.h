@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* baseline_pool.h - the classic thread pool that heist is measured against: one mutex and
  * one condition variable guard a FIFO list of malloc'ed nodes; N workers take from it;
  * wait_all waits on a pending counter. What a typical hand-written pool looks like. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.c - the harness of heist-bench: clock, options helpers, the driver that runs
  * every workload's table of variants (pools, warm-up, alternating repetitions, medians,
  * answer checks, malloc counting, the --rss peaks), statistics, result rows and their

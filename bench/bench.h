@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h - what every workload file of heist-bench shares: the options; the table a
  * workload describes itself with (struct bench_workload: sizes, inputs, answer check,
  * figures, and a static array of variants, struct bench_impl); the one driver that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* contention.c - what one shared cache line costs, for docs/scaling.md: the time of
  * an operation on a line that one thread owns, that two threads write, and that one
  * thread writes while another reads, as the scheduler's shared words are used (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cxx.h - the C++ API's versions of W1, W5 and W6 (w_cxx.cpp, built when meson finds a
  * C++ compiler: HEIST_BENCH_CXX), for the heist-cxx rows beside the C API's heist rows,
  * on the same pools. Each runs one repetition's work through include/heist/heist.hpp

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heist-bench.c - runs the reference workloads of docs/workloads.md on heist and on its
  * peers (serial, a mutex+condvar pool, OpenMP and oneTBB where built) and prints one
  * table. Every run checks its answer and the program exits 1 on a wrong one. The

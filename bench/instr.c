@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* instr.c - heist-bench --instructions: what a spawn+sync pair costs, in instructions
  * counted by valgrind's callgrind, which do not move with the machine's noise (the
  * fork-join targets are stated in them). The program runs itself twice under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels.c - the per-range kernels of W4 (and its sum), W5 and W7, out of line and opaque to their
  * callers (kernels.h says why). */
 #include "kernels.h"

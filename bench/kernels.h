@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels.h - the per-task work of the workloads of docs/workloads.md, shared by every
  * implementation (serial, heist, baseline pool, OpenMP, oneTBB) so that all of them run
  * exactly the same operations; only the way tasks are made (and waited for) differs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latch.c - countdown latch: an atomic counter plus a three-state word the waiter sleeps
  * on (0 closed, 1 open, 2 closed with a sleeper). See latch.h. */
 #ifndef _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latch.h - a one-shot countdown latch: tasks count down, one thread waits for zero.
  * Used where an implementation has fire-and-forget tasks but nothing to wait for them
  * with (heist W5, oneTBB W6). The waiter spins briefly, then sleeps on a futex (Linux;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* malloc_count.c - a malloc interposer for the heist-bench executable (see
  * malloc_count.h). The executable defines malloc and friends; the dynamic linker binds
  * every library's calls (libheist.so's included) to the first definition in the global

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* malloc_count.h - count heap allocations made by the whole process (every thread, the
  * heist shared library included) between start and stop. Counting is off outside that
  * window, so it costs the timed runs of other implementations one relaxed load. */

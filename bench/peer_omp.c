@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* peer_omp.c - the workloads with OpenMP tasks, for comparison (see peers.h). Each
  * computation runs in `#pragma omp parallel num_threads(threads)` + `single`, the one
  * thread that enters making the first task; children are `omp task` with shared result

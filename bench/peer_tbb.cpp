@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* peer_tbb.cpp - the workloads with oneTBB, for comparison (see peers.h). Fork-join is
  * tbb::task_group (run per child, wait), inside a task_arena of `threads` slots that the
  * calling thread enters, so `threads` counts it, as with OpenMP. Worker stacks keep

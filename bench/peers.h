@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* peers.h - the same workloads on other runtimes, for comparison: OpenMP tasks
  * (peer_omp.c, built when meson finds OpenMP: HEIST_BENCH_OMP) and oneTBB task_group
  * (peer_tbb.cpp, built when meson finds tbb: HEIST_BENCH_TBB). Each runtime is one

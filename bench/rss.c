@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rss.c - heist-bench --rss: the peak resident memory of each implementation on each
  * workload and size. Peak RSS is per process, so each (workload, impl) pair that has
  * rows runs again in a child process of its own: this program re-executed with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* static_threads.c - see static_threads.h. */
 #include "static_threads.h"
 

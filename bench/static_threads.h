@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* static_threads.h - the machine's ceiling for a loop of even work: N plain pthreads
  * (the calling thread is one), thread k runs share k of every repetition, k n / N on,
  * and all meet at a spinning barrier after each repetition. No scheduler, no sleeping,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* user_fib.c - heist-bench-user: W1's fib as a user's program is built, for
  * heist-bench --instructions. It includes only <heist/heist.h>, links the shared
  * library, and is compiled at -O2 with no flag of the bench's own, so the spawn and

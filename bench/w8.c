@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w8.c - the W8 tree on heist, its serial twin, and its answer (see w8.h). Only the
  * public API (heist/heist.h) is used, and nothing else from bench/, so that
  * tools/meson.build can compile this file into heist-latency (and test-profile) when

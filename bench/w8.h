@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w8.h - W8 of docs/workloads.md written once: the fork-join binary tree of depth D
  * (2^(D+1) - 1 tasks), each node running a payload loop (500 rounds of
  * x = x * 1.0000001 + 1e-9) before it spawns its two children and syncs them. Used by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_chain.c - chain: a chain of N links, each run after the one before it, two ways.
  * heist-then: continuations (heist_future_then), made from the main thread as it goes,
  * each released at once (the chain holds what it needs), the last one waited for: no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_cxx.cpp - W1, W5 and W6 through the C++ API (heist.hpp), behind the C interface of
  * cxx.h: heist::join for W1's spawns, pool.post and pool.submit lambdas for W5,
  * pool.submit + future::get() for W6's round trip. They run on the driver's heist

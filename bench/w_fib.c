@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_fib.c - W1 fib: the cost of a spawn/sync pair. Every call above the leaves is a
  * task (no cutoff). heist spawns on a heist_task record in the caller's frame and syncs
  * it; the serial version is the same recursion with plain calls. Rows: serial, heist

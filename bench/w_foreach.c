@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_foreach.c - W4 for_each: a data-parallel loop of light work, repeated, so that the
  * fork and the join of every loop are paid each time. a[i] = i, then `reps` loops of
  * a[i] = w4_elem(a[i]) (8 rounds of x * 1.0000001 + 1e-9) over the whole array; the

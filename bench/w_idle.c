@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_idle.c - idle CPU: what a heist pool costs while it has nothing to do. A pool runs
  * a short burst (fork-join and submitted tasks), then gets 200 ms to fall asleep; then
  * the process's CPU time (getrusage RUSAGE_SELF, user + system, every thread) is measured

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_latency.c - W8: a fork-join binary tree of depth D (2^(D+1) - 1 nodes, every one a
  * task but the root), each node doing a 500-iteration floating-point loop before it
  * spawns its two children and syncs them: the tree of w8.c, which heist-latency runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_light.c - W9 at light load: an open loop (docs/workloads.md) of 1 us tasks at a
  * fixed rate, 20,000 and 200,000 a second, on heist and on the baseline pool. What it
  * shows is what a pool costs while it mostly waits: the CPU its threads use per second

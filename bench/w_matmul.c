@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_matmul.c - W7 matmul: C = A x B for square double matrices, the naive i-k-j loop
  * (w7_rows in kernels.h), parallel over the rows of C: coarse data parallelism. heist
  * runs heist_for_each over the rows with the automatic grain, called from the main

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_nqueens.c - W2 nqueens, BOTS style: irregular fork-join with small copies. A task
  * per (row, safe column) pair, no cutoff; each child owns a copy of the board prefix
  * (struct nq_arg in the parent's frame); the parent sums its children's counts. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_reduce.c - reduce: the sum of W4's array (a[i] = i), reps times, one parallel
  * reduction each, every implementation summing its ranges with the one w4_sum
  * (kernels.c). serial: one w4_sum over the array; heist: heist_reduce, all the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_roundtrip.c - W6 round trip: the latency of one submitted task. One outside thread
  * submits a task that returns 1 and waits for its result, again and again, timing each
  * round trip. "W6": back to back (hot; workers may still be spinning). "W6-cold": each

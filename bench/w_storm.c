@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_storm.c - W5 submit storm: one outside (non-worker) thread submits independent
  * tasks, then waits for all. Task k computes w5_body(k, iters) into out[k]; every
  * implementation's out[] must equal the serial result bit for bit. "W5" has 1000-iteration

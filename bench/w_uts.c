@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* w_uts.c - W3 uts: unbalanced tree search on a binomial tree. Each node does ~200 ns of
  * work (64 rounds of mix); the root has 2000 children, any other node 8 (probability
  * 0.124875) or none, so the tree is near-critical: thin, deep (~2000 levels) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* workloads.h - the workloads of heist-bench, one w_*.c file each. A workload is a
  * struct bench_workload (bench.h): its sizes, how to build its inputs and check an
  * answer, its figures, and a static table of variants (implementation, threads, pool,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fib.c - fork-join: task records live in the caller's stack frame. */
 #include <heist/heist.h>
 #include <stdio.h>

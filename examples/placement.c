@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* placement.c - print where each worker of a pool runs and whom it steals from, to
  * compare with `lstopo`. Usage: example-placement [threads] [none|core|pu] */
 #include <heist/heist.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* submit.c - the thread-pool shape: submit jobs, wait on their futures. */
 #include <heist/heist.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cancel.c - cooperative cancellation, after .NET's CancellationToken: one token for
  * any number of jobs, reference counted so that it may be released while jobs holding
  * it are still queued; a future's own cancel; the check a worker makes when it takes a

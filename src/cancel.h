@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cancel.h - cancellation (cancel.c): tokens shared by any number of jobs, the check a
  * worker makes when it takes a job, and the job a thread is running, which
  * heist_cancelled() answers for. A future's own cancel (heist_future_cancel) is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clock.c - the clocks of clock.h: monotonic nanoseconds, and the calibration of the
  * profiler's counter (its rate from CPUID leaf 0x15 or cntfrq_el0, else measured
  * against CLOCK_MONOTONIC_RAW; the clock_gettime fallback where the counter is not

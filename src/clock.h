@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clock.h - every clock heist reads: CLOCK_MONOTONIC nanoseconds for deadlines and
  * timed waits, and the profiler's timestamps: the x86 time-stamp counter, the aarch64
  * virtual counter, or CLOCK_MONOTONIC nanoseconds where neither is usable (clock.c

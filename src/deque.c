@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* deque.c - the slow paths of the per-worker deque (deque.h has the fast ones): the
  * public pop of Chase-Lev, publishing the private region, stealing, and growing.
  * Orderings follow Le et al., "Correct and Efficient Work-Stealing for Weak Memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* deque.h - the per-worker Chase-Lev deque, with a private region at the bottom.
  *
  * The owner pushes and pops at the bottom; thieves take from the top. Slots in

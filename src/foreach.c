@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* foreach.c - data parallelism over fork-join. A loop that is not nested is first cut
  * into one contiguous share per thread of the pool, as OpenMP's static schedule does,
  * handed out at once (run_shares): on N workers halving would take log2 N rounds, each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork.c - fork-join: spawn, sync, join and run. A spawned task is a record in its
  * parent's stack frame; spawn pushes a pointer to it on the worker's deque, privately
  * (deque.h), and sync pops it back and runs it inline unless a thief took it; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* futex.c - the one place heist sleeps in the kernel. Callers keep their own state
  * word and re-check it after every return, so spurious wake-ups are harmless. */
 #include "futex.h"

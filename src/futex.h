@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* futex.h - wait until a 32-bit word changes, and wake its waiters. A futex on Linux;
  * elsewhere a small table of mutex + condition variable pairs keyed by address. */
 #ifndef HEIST_FUTEX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* future.c - jobs and their futures: creation, argument copies, running a job a
  * worker took, completion, and the public future calls, which hand waiting to wait.c.
  * Submitting is submit.c's; cancellation (of a future or by a token) is cancel.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* future.h - a submitted job: its task record and its future in one record from the
  * per-thread caches (record.h). The pool holds one reference until the job has run
  * or been dropped as cancelled; the caller holds one if it asked for a future.

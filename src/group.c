@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* group.c - task groups (a scope, as oneTBB's task_group or Rayon's scope): a count of
  * the group's jobs not yet final, the first nonzero result, and a cancellation token
  * the group's jobs share, so that the first error cancels the rest. Each job carries a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* group.h - a task group (group.c): its count of jobs not yet final, its first error
  * and its token; what wait.c needs to wait for one. */
 #ifndef HEIST_GROUP_H

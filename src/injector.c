@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* injector.c - the multi-producer queue for submissions from outside the pool.
  * Dmitry Vyukov's intrusive MPSC node-based queue: the tasks themselves are the nodes
  * (task.next is the link), producers exchange the tail and then link the old tail to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* injector.h - the queue that threads outside the pool submit to. Many producers,
  * one consumer at a time (a worker holding the consumer flag takes a batch).
  * Producers never wait for each other: a push is one atomic exchange. */

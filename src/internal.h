@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* internal.h - what every source file needs: cache-line size, branch hints, the
  * pause instruction and the back-off built on it, and owner-only statistics
  * counters. Nothing here is installed. */

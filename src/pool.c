@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c - a pool's life: create (workers started, each failure undone), destroy
  * (drain, then stop and join), and what it reports: size, pending tasks, statistics,
  * placement. Admission and the drain are submit.c's; the loops the workers run are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.h - the pool object: its lifetime, statistics and placement are pool.c's; the
  * admission fields (live, shutting, drain_seq, finishing) are submit.c's; the spares
  * spare.c's; the loops that run on it are worker.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* probe.h - the profiler's recording side, what the scheduler calls to time a task
  * (profile.c). The public reporting API is include/heist/profile.h; the counter
  * itself is clock.h's. With -Dprofiler=false, HEIST_PROFILER is 0 and every

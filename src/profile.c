@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* profile.c - the latency profiler: per-worker sample buffers and log-linear
  * histograms, merged at report time. Workers write only their own buffers (owner-only
  * counters, relaxed: readers take a snapshot), so the hot path has no lock, no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* record.c - per-thread record caches. The owning thread allocates from its local
  * free list; any other thread frees by pushing onto the owner's remote stack (a
  * Treiber stack that the owner empties with one exchange, so there is no ABA). When

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* record.h - per-thread caches of job records (future.h), so that a submit does not
  * call malloc in steady state. A record goes back to the cache of the thread that
  * allocated it, wherever it is freed; a thread's cache lives until its thread exits

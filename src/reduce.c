@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.c - parallel reduction over fork-join (heist.h, heist_reduce). An upper half
  * that another worker may run gets an accumulator of its own; the lower half runs into
  * the caller's; the two are combined in index order (lower into, upper from), so an

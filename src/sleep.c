@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sleep.c - parking and waking idle workers (the protocol is in sleep.h). The state
  * word is read lock-free on every notification; the mutex is taken only to change the
  * idle stack, which happens on the way to a futex sleep or a wake, both of them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sleep.h - the idle protocol: who is searching for work, who sleeps, and whom to
  * wake. Work made available wakes at most one sleeper, and none while some worker is
  * already searching; the last searcher to find work wakes the next (so a burst fans

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spare.c - spare threads (spare.h says when they are called and when they go). A
  * parked waiter calls one through heist__spare_vote or heist__spare_call: an idle spare
  * if there is one, else a new thread, at most `max` at once. A waiter that wakes only

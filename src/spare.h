@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spare.h - compensation (spare.c): spare threads that keep a pool going while some of
  * its threads are parked in waits that could help with nothing (wait.c), as Java's
  * ForkJoinPool compensates a blocked join. A spare is a worker slot after the guest

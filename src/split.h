@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* split.h - lazy binary splitting (Tzannes, Caragea, Barua, Vishkin, "Lazy Binary
  * Splitting", PPoPP 2010), shared by heist_for_each (foreach.c) and heist_reduce
  * (reduce.c): a worker running a range a grain at a time splits off the upper half of

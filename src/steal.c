@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* steal.c - victim choice. A worker's victims (topology.h) are every deque a thief may
  * visit, the guest slot's included, grouped in ranks: nearest first when the pool is
  * pinned (SMT sibling, shared cache, package, machine), one flat rank otherwise; the

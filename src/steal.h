@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* steal.h - victim choice (steal.c): which deques a hungry worker tries, and in what
  * order. The deque's own steal (the Chase-Lev protocol) is deque.c's. */
 #ifndef HEIST_STEAL_H

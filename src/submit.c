@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* submit.c - how a job gets into a pool and how the pool knows when all of them are
  * out: the public submit calls (plain, copied, with a token), routing (a worker's own
  * deque, or the injector from any other thread), the `live` count that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* submit.h - admission and the drain (submit.c): every job and every guest is counted
  * in the pool's `live` from the moment it is accepted until it has run or been
  * skipped; heist_pool_destroy waits for that count to drain, and heist_pool_wait_idle

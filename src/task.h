@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* task.h - the task record every queue holds: a spawned fork-join task lives in its
  * parent's stack frame (the public heist_task), a submitted one inside a heap job
  * (future.h). Queues hold pointers to it; nothing here allocates. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* then.c - what runs when jobs are done: continuations (heist_future_then) and
  * when_all futures. Both hang a struct heist__then (future.h) on the jobs they wait
  * for, fired by whichever thread makes such a job final; nothing blocks a thread or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topology.c - placement and victim order. With hwloc: the default worker count is
  * the number of cores in hwloc's allowed set that the process's affinity mask
  * touches; HEIST_PIN_CORE gives each worker a core, HEIST_PIN_PU one processing

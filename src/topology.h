@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topology.h - where workers run and whom they steal from: the worker count for
  * threads == 0, each worker's CPU set under a pin policy, and each worker's victims
  * ranked by distance (hwloc), or one flat rank without hwloc or without pinning. The

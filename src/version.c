@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* version.c - the library's version at run time, for a program to compare with the
  * HEIST_VERSION it was compiled against. The numbers come from heist/version.h, which
  * meson generates from the project version (include/heist/version.h.in); what each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wait.c - waiting for a task to finish: a sync whose child was stolen, a future or a
  * group on a worker, a future on any other thread.
  *

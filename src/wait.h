@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wait.h - every wait for a task to finish (wait.c): a sync whose child was stolen, a
  * future waited for on a worker (helping by the waiting rule, then parking with a
  * spare in its place), a future waited for on any other thread (spin, then sleep on

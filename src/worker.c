@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker.c - the worker loop. In order of preference a worker takes: the bottom of its
  * own deque, a batch from the injector, one task stolen from a victim (steal.c); after
  * `spin` empty rounds it sleeps (sleep.h). Also running a task taken from a queue, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker.h - a worker thread (worker.c): its deque, its statistics, the main loop
  * that finds it work, running a task it took, and the guest slot. Victim choice is
  * steal.c's, waiting wait.c's, sleeping sleep.c's. */

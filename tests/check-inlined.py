@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check-inlined.py - heist_spawn and heist_sync are inline in a user's build.
 
     check-inlined.py SOURCE INCLUDE_DIR... -- COMPILER [ARGS...]

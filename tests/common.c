@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c - the helpers common.h declares, linked into every cmocka test. Only what
  * two or more test files use lives here; see common.h for the rules they follow. */
 #ifndef _GNU_SOURCE

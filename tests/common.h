@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.h - what the cmocka tests share: cmocka's headers, sanitizer detection, polling
  * with a bound, a sentinel pointer, pool creation, small tasks (a constant, a counter,
  * fib), the hold that keeps a worker busy until the test lets it go, per-id run

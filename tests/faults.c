@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* faults.c - the __wrap_ functions behind faults.h: count calls, fail the armed ones,
  * pass the rest to the real functions (__real_*, resolved by the linker's --wrap).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* faults.h - failure injection and call counting for the tests.
  *
  * A test executable links faults.c and passes

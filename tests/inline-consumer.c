@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inline-consumer.c - a user's fork-join code, as tests/check-inlined.py compiles it:
  * with plain flags at -O1 and above, every heist_spawn and heist_sync here must be
  * inline, with no function of the fast paths' own (heist__spawn_inline, ...) that a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stress.c - a randomized, seeded stress of everything at once, on two pools: outside
  * threads submit jobs whose bodies fork-join, loop, reduce, wait for earlier jobs' futures
  * (their own pool's or the other's), submit and wait for nested jobs, and nap; they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-cancel.c - cancellation, from the public API: heist_future_cancel of a queued,
  * a running and a done task; cancellation tokens: basics and NULL safety; tasks
  * cancelled while queued never run and their futures give ECANCELED; one token cancels

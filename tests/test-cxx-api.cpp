@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // test-cxx-api.cpp - the C++ API of heist.hpp: pools, submit and post (inline and heap
 // jobs, move-only callables, void and non-int results, exceptions), futures (get,
 // wait, wait_for, ready, cancel, then), cancellation tokens, for_each, reduce, join,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // test-cxx.cpp - the public headers compile as C++ and the library links from C++:
 // a submit, a fork-join and a for_each through the C API.
 #include <heist/heist.h>

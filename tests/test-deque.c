@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-deque.c - the deque alone: LIFO pop, FIFO steal, publishing the private
  * region, growth across several doublings, the hazard cells that keep a retired array
  * alive while a thief reads it, the helper's conditional steal (floor and keep), and

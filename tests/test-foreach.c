@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-foreach.c - data parallelism: heist_for_each and heist_submit_bulk. Every index
  * is visited exactly once (per-index counters) over empty, tiny, odd and large ranges,
  * several grains and nonzero begins, on pools of one and two workers, called from an

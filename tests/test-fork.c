@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-fork.c - fork-join: spawn/sync and join checked on workloads with known answers
  * (W1 fib, W2 nqueens, W3 uts of docs/workloads.md), many spawns in one frame,
  * spawn/sync/join outside a worker (inline), heist_run from several threads at once, deep

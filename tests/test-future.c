@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-future.c - futures seen from the public API: a task's result or error, the same
  * on every wait; heist_future_wait_for and heist_future_done before and after the task
  * finished; a wait on a worker that runs other tasks instead of deadlocking (submits

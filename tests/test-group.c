@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-group.c - task groups (src/group.c): results and the first error, the rest
  * cancelled after it (never run, or heist_cancelled() inside), explicit cancel, groups
  * that grow from their own tasks, a group waited inside a task of another group, many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-injector.c - the injector alone (src/injector.c), white-box: FIFO order from one
  * producer; a batch take of at most max; take gives nothing on an empty queue, while
  * another consumer holds the flag, or when the last producer is between its exchange

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-live.c - liveness: waits that always finish (src/wait.c, src/spare.c,
  * docs/architecture.md's theorem), with a bounded number of threads. The shapes that
  * hung before transitive helping: chains of waits across two pools (a task of A runs a

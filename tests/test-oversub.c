@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-oversub.c - a pool of far more workers than cores (64 on the CI machine's 2):
  * fork-join, for_each from outside and from a task, submits with futures waited for
  * from outside and from tasks, and groups all complete with exact results, and once the

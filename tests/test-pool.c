@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-pool.c - the pool's lifetime seen from its public API: destroy runs every queued
  * and fire-and-forget task, also those submitted during the drain, and futures outlive
  * the pool; pools created and destroyed with tasks in flight; outside submits after

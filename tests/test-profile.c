@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-profile.c - the latency profiler (src/profile.c, include/heist/profile.h): the
  * clock's calibration against CLOCK_MONOTONIC, reports whose counts equal the tasks
  * that ran (fork-join trees, submitted tasks), ordered percentiles, per-sample sanity,

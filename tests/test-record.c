@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-record.c - the record cache alone (src/record.c), white-box: records are 16-byte
  * aligned and RECORD_BYTES long, and none overlaps another; a thread reuses the records
  * it freed without calling malloc again; records freed on another thread go back to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-reduce.c - heist_reduce and heist_reduce_deterministic: exact integer sums over
  * empty, tiny, odd and large ranges and several grains on pools of 1, 2 and 3 workers;
  * a combine that is associative but not commutative (index order); double sums that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-sleep.c - the idle protocol alone (src/sleep.c), white-box, with test threads
  * playing the workers: prepare then cancel returns a worker to the searchers; a notify
  * with nobody asleep changes nothing; with sleepers and no searcher it wakes exactly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-submit.c - submits from threads outside the pool, seen from the public API:
  * many producers at once, each task run once; bursts after every worker went to
  * sleep, from one thread and from several, which finish only if every sleeper is woken;

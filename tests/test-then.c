@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-then.c - what runs when futures are done (src/then.c): continuations run after
  * their antecedent (never before, not even by a waiter), on an antecedent done already,
  * not at all when it was cancelled (but after one that ran and returned ECANCELED), in

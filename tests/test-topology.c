@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-topology.c - placement and victim ranks on synthetic hwloc topologies, up to
  * machines of 64 and 256 PUs (binding on a synthetic topology succeeds without effect,
  * so the whole path runs on any machine), pinning on the real machine, and the affinity mask bounding the default

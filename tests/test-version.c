@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-version.c - the version macros generated from the project version agree with
  * heist_version() and heist_version_number() (src/version.c). */
 #include <stdarg.h>

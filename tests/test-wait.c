@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-wait.c - waiting that never deadlocks (src/wait.c, src/spare.c): the shapes that
  * hung before the waiting rule (a job that waits in heist_sync or heist_future_wait
  * while jobs queued behind it wait for it), with and without spare threads; spares

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heist-latency.c - the profiler's command-line tool. It runs one workload on a pool
  * created with .profile = true (by default W8 of docs/workloads.md: a fork-join binary
  * tree of depth 19, a 500-iteration floating-point payload per task), then prints how

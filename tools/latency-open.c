@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latency-open.c - heist-latency's open-loop submit load (-w submit --rate R): tasks
  * are due at fixed times, t0 + k / R, whatever happened to the ones before, and each
  * one's latency counts from when it was due. A closed loop (submit, wait, submit) or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latency-report.c - heist-latency's report: what it reads from the profiler once the
  * run is over (collect), and how it prints it: the table, JSON (--json) and the
  * HdrHistogram percentile distributions (--hgrm). The library measures; this file

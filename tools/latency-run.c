@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latency-run.c - heist-latency's closed-loop workloads (W8 fork-join, W5 submit, W4
  * for-each), the warm-up, and what lets a person follow and stop a long run: an
  * estimate of its length up front, a progress line with the time left, and Ctrl-C,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latency-trace.c - heist-latency --trace: every kept sample as a Chrome/Perfetto
  * trace (trace-event JSON; ui.perfetto.dev or chrome://tracing opens it). One track
  * per thread of the pool, named: the workers, the guest slot (an outside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latency.h - the parts of heist-latency, the profiler's command-line tool, and what
  * they share: the options (heist-latency.c, which also holds main), the workloads and
  * how a run is followed and stopped (latency-run.c), the open-loop submit load

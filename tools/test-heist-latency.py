@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test-heist-latency.py - heist-latency end to end, on small workloads (seconds).
 
 Run by meson test with the built tool's path, plot-latency's and the generated manual

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // fib.cpp - fork-join in C++: heist::join runs two closures in parallel, with the task
 // record and both closures in the caller's frame (no heap allocation).
 #include <heist/heist.hpp>

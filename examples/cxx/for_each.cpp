@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // for_each.cpp - parallel loops in C++: over indices, over sub-ranges, over a
 // container's elements; the first exception a body throws stops the loop and comes out.
 #include <heist/heist.hpp>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // submit.cpp - the thread-pool shape in C++: submit callables with arguments, get
 // their results, and see a task's exception come back out of get().
 #include <heist/heist.hpp>

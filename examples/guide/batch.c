@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batch.c - a batch of jobs under one cancellation token: the first job that fails
  * cancels the rest. Jobs not yet started never run; running ones stop early. */
 #include <heist/heist.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check-guide.py - docs/guide.md shows the examples exactly as they are in the tree.
 
 Every code block in the guide that follows a line `<!-- file: PATH -->` must be the

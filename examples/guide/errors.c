@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* errors.c - how errors travel: API calls return a positive errno value, a task's
  * nonzero return reaches whoever waits for it, and the first nonzero loop body stops
  * a for_each and is returned. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // exceptions.cpp - C++ exceptions and heist's C tasks: catch everything inside the
 // task, return an int, and carry the exception to the waiter yourself. Run with
 // --escape to see what an exception that leaves a task does today: std::terminate.

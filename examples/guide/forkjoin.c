@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* forkjoin.c - recursive fork-join: a parallel quicksort. Each call partitions, then
  * sorts the two halves in parallel with heist_join; small ranges sort serially. */
 #include <heist/heist.h>

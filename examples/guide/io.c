@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io.c - keep blocking I/O out of tasks: the main thread reads the file (blocking is
  * fine there), and tasks only compute. A task blocked in read() holds a worker the
  * pool cannot replace. Usage: example-guide-io [FILE] (default: standard input). */

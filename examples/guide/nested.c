@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nested.c - nested parallel loops: a for_each over the rows of C = A x B whose body
  * runs a for_each over the columns, with per-thread scratch indexed by
  * heist_thread_index(). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.c - dependent stages: each input is loaded by a task and parsed by its
  * continuation; a when_all of the parses starts the combine step, which sums the
  * inputs in a task group; a last continuation reports. No thread blocks in between. */

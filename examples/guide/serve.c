@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve.c - a request-serving pool: every request is a task with a future; the server
  * waits for each answer at most 50 ms and cancels the ones that are late. */
 #include <heist/heist.h>

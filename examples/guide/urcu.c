@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* urcu.c - heist beside an application that uses liburcu itself. heist does not use
  * liburcu, so the two never interact; the application's own rules still apply on
  * heist's threads. Here tasks read a shared configuration under rcu_read_lock() with

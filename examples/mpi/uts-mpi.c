@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uts-mpi.c - W3 of docs/workloads.md, the unbalanced tree search, across MPI ranks:
  * how a C program uses heist on more than one machine. Each rank runs one heist pool.
  * Every rank expands the top of the tree (SPLIT_DEPTH levels) by itself; the nodes of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heist.h - the public API of heist, a work-stealing task scheduler.
  *
  * Everything a user needs is here: pools, submitted tasks and their futures, fork-join

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heist.hpp - the C++17 API of heist, header-only, over the C library (heist.h).
  *
  * What lives here: heist::pool (RAII over heist_pool) and heist::pool_ref (a view of a

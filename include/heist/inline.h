@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heist/inline.h - the fast paths of heist_spawn and heist_sync, compiled into the
  * caller. heist.h includes it; do not include it yourself, and do not use anything in
  * it: every name here is internal (heist__), and may change with the layout version.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* profile.h - heist's latency profiler: how long tasks wait before a worker starts
  * them (dispatch latency) and how long they take from creation to end (end-to-end),
  * at every percentile, measured with the CPU's time-stamp counter.
