@@ -42,6 +42,13 @@
 #error "heist.hpp needs C++17 (-std=c++17); C code includes heist/heist.h"
 #endif
 
+/* Errors, and the exceptions a task throws, reach the caller as C++ exceptions, so
+ * heist.hpp needs them (docs/cxx.md). Under -fno-exceptions, say so once rather than
+ * fail at every throw (the rest of the header is skipped); such code uses the C API, heist.h, which compiles as C++. */
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS)
+#error "heist.hpp needs C++ exceptions (no -fno-exceptions); without them use heist/heist.h"
+#else	/* the rest of the header, closed at its end */
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -618,7 +625,8 @@ public:
 	cancel_token &
 	operator=(cancel_token &&o) noexcept
 	{
-		cancel_token(std::move(o)).swap(*this);
+		cancel_token moved(std::move(o));	/* not a cast: -Wuseless-cast */
+		moved.swap(*this);
 		return *this;
 	}
 	~cancel_token()
@@ -1646,5 +1654,7 @@ private:
 };
 
 } // namespace heist
+
+#endif /* __cpp_exceptions */
 
 #endif /* HEIST_HEIST_HPP */

@@ -39,6 +39,16 @@
 #define HEIST__FAST static inline __attribute__((always_inline))
 #endif
 
+/* Casts a strict C++ build accepts (-Wold-style-cast): named casts in C++, plain ones
+ * in C. */
+#ifdef __cplusplus
+#define HEIST__STATIC(type, x) static_cast<type>(x)
+#define HEIST__REINTERPRET(type, x) reinterpret_cast<type>(x)
+#else
+#define HEIST__STATIC(type, x) ((type)(x))
+#define HEIST__REINTERPRET(type, x) ((type)(x))
+#endif
+
 #define HEIST__LAYOUT 1
 #define HEIST__LINE 128		/* the library's cache-line stride */
 #define HEIST__TASK_PENDING 0x7a5c0de0u
@@ -82,7 +92,7 @@ extern __thread void *heist__self_v1 __attribute__((tls_model("initial-exec")));
 HEIST__FAST void **
 heist__slots(struct heist__array_view *a)
 {
-	return (void **)(a + 1);
+	return HEIST__REINTERPRET(void **, a + 1);
 }
 
 /* A statistics counter: only the owner writes it, others read it with relaxed loads,
@@ -102,8 +112,8 @@ heist__push(struct heist__worker_view *w, heist_task *t, heist_fn fn, void *arg,
 	t->heist__fn = fn;
 	t->heist__arg = arg;
 	__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->heist__thief, (void *)epoch, __ATOMIC_RELAXED);
-	__atomic_store_n(slot, (void *)t, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->heist__thief, HEIST__REINTERPRET(void *, epoch), __ATOMIC_RELAXED);
+	__atomic_store_n(slot, HEIST__STATIC(void *, t), __ATOMIC_RELAXED);
 	__atomic_store_n(&w->bottom, b + 1, __ATOMIC_RELAXED);
 }
 
@@ -145,7 +155,7 @@ heist__unsampled(struct heist__worker_view *w)
 HEIST__FAST void
 heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 {
-	struct heist__worker_view *w = (struct heist__worker_view *)heist__self_v1;
+	struct heist__worker_view *w = HEIST__STATIC(struct heist__worker_view *, heist__self_v1);
 	int64_t b = __atomic_load_n(&w->bottom, __ATOMIC_RELAXED);
 	struct heist__array_view *a = w->array;
 	int64_t mask = a->mask;
@@ -168,12 +178,12 @@ heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 HEIST__FAST int
 heist__sync_inline(heist_task *t)
 {
-	struct heist__worker_view *w = (struct heist__worker_view *)heist__self_v1;
+	struct heist__worker_view *w = HEIST__STATIC(struct heist__worker_view *, heist__self_v1);
 	int64_t b = __atomic_load_n(&w->bottom, __ATOMIC_RELAXED);
 	struct heist__array_view *a = w->array;
 	if (__builtin_expect(b > w->public_cache, 1) &&
 	    __builtin_expect(__atomic_load_n(&heist__slots(a)[(b - 1) & a->mask],
-					     __ATOMIC_RELAXED) == (void *)t, 1)) {
+					     __ATOMIC_RELAXED) == HEIST__STATIC(void *, t), 1)) {
 		unsigned char f = __atomic_load_n(&w->flags, __ATOMIC_RELAXED);
 		/* Nothing asked of us; or only the profiler, and t is not to be timed. */
 		if (__builtin_expect(f == 0, 1) ||

@@ -124,7 +124,16 @@ struct heist_profile_sample {
  * @returns 0; EINVAL if out is NULL; ENOTSUP if the profiler was compiled out.
  * @since 0.1
  */
+#if defined(__cplusplus) && defined(__GNUC__)
+/* As stat() and struct stat: in C++ the function hides the struct's name (say struct
+ * heist_profile_clock), which -Wshadow reports in the user's build. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
 HEIST_EXPORT int heist_profile_clock(struct heist_profile_clock *out);
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 /**
  * The profiler's counter now, in the units of heist_profile_sample's timestamps (see

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* strict-consumer.c - a C program that includes every public header and uses the inline
+ * fast paths, as tests/check-strict.py compiles it: with the strictest flags users
+ * commonly set (-std=c11 -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion
+ * -Werror, and more), through -I rather than -isystem, so that a warning in a header
+ * fails here before it fails in a user's build. Only compiled and linked. */
+#include <heist/heist.h>
+#include <heist/profile.h>
+
+#include <stdio.h>
+
+struct fib {
+	int n;
+	long r;
+};
+
+static int
+fib_task(void *p)
+{
+	struct fib *f = p;
+	if (f->n < 2) {
+		f->r = f->n;
+		return 0;
+	}
+	struct fib a = {f->n - 1, 0}, b = {f->n - 2, 0};
+	heist_task t;
+	heist_spawn(&t, fib_task, &a);
+	int rc = fib_task(&b);
+	int rc_a = heist_sync(&t);
+	f->r = a.r + b.r;
+	return rc ? rc : rc_a;
+}
+
+static int
+sum_range(void *arg, size_t begin, size_t end)
+{
+	(void)arg;
+	(void)begin;
+	(void)end;
+	return 0;
+}
+
+int
+main(void)
+{
+	heist_pool *pool = NULL;
+	struct heist_config cfg = {.threads = 2, .profile = true};
+	int err = heist_pool_create(&pool, &cfg);
+	if (err)
+		return 1;
+	struct fib f = {20, 0};
+	err = heist_run(pool, fib_task, &f);
+	heist_future *fut = NULL;
+	if (!err)
+		err = heist_submit(pool, fib_task, &f, &fut);
+	if (!err) {
+		err = heist_future_wait(fut);
+		heist_future_release(fut);
+	}
+	if (!err)
+		err = heist_for_each(pool, 0, 1000, 0, sum_range, NULL);
+	struct heist_latency_report rep;
+	if (!err)
+		err = heist_profile_report(pool, &rep);
+	heist_pool_destroy(pool);
+	printf("%s %ld %d\n", heist_version(), f.r, err);
+	return err != 0;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+// strict-consumer.cpp - a C++17 program over heist.hpp (and through it heist.h and
+// heist/inline.h), compiled by tests/check-strict.py with -Wold-style-cast,
+// -Wuseless-cast, -Wconversion, -Wsign-conversion and -Werror through -I: the
+// header's templates are instantiated here in the common forms (submit, post, then,
+// cancel tokens, every for_each, reduce, join, task_group, run), so that a warning in
+// any of them fails here before it fails in a user's build. Only compiled and linked.
+#include <heist/heist.hpp>
+#include <heist/profile.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+static long fib(int n)
+{
+	if (n < 2)
+		return n;
+	auto [a, b] = heist::join([n] { return fib(n - 2); }, [n] { return fib(n - 1); });
+	return a + b;
+}
+
+int main()
+{
+	heist::pool pool(2);
+	long r = pool.run([] { return fib(20); });
+	auto f = pool.submit([](int a, int b) { return a + b; }, 2, 3);
+	auto s = pool.submit([](const std::string &x) { return x + "!"; }, std::string("heist"));
+	auto chained = pool.submit([] { return 20; }).then([](int x) { return x + 1; });
+	heist::cancel_token token;
+	auto c = pool.submit_cancellable(token, [] { return 1; });
+	pool.post([] {});
+	std::vector<double> v(1000);
+	pool.for_each(0, v.size(), [&v](std::size_t i) { v[i] = double(i); });
+	pool.for_each(0, v.size(), [&v](std::size_t b, std::size_t e) {
+		for (std::size_t i = b; i < e; i++)
+			v[i] *= 2;
+	});
+	pool.for_each(v.begin(), v.end(), [](double &x) { x += 1; });
+	double sum = pool.reduce(0, v.size(), 0.0, [&v](std::size_t b, std::size_t e, double acc) {
+		for (std::size_t i = b; i < e; i++)
+			acc += v[i];
+		return acc;
+	}, [](double a, double b) { return a + b; });
+	long g = pool.run([] {
+		long out[2] = {0, 0};
+		heist::task_group<> tg;
+		tg.spawn([&out] { out[0] = fib(10); });
+		tg.spawn([&out] { out[1] = fib(11); });
+		tg.wait();
+		return out[0] + out[1];
+	});
+	pool.wait_idle();
+	std::printf("%ld %d %s %d %d %.0f %ld\n", r, f.get(), s.get().c_str(), chained.get(),
+		    c.get(), sum, g);
+	return 0;
+}
