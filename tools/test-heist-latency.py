@@ -25,6 +25,7 @@ import tempfile
 TOOL = sys.argv[1] if len(sys.argv) > 1 else "heist-latency"
 PLOT = sys.argv[2] if len(sys.argv) > 2 else None  # tools/plot-latency, optional
 MAN = sys.argv[3] if len(sys.argv) > 3 else None  # the generated heist-latency.1, optional
+PLOT_MAN = sys.argv[4] if len(sys.argv) > 4 else None  # the generated plot-latency.1
 FIELDS = ["count", "min", "max", "mean", "p50", "p90", "p99", "p999", "p9999",
           "min_ns", "max_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
           "p9999_ns"]
@@ -170,6 +171,25 @@ def man_page_has_every_option():
                 check(o.replace("-", "\\-") in man, f"{o} is not in {MAN}")
     version = run("--version").stdout.split()[1]
     check(f'"heist {version}"' in man, f"{MAN} does not say version {version}")
+
+
+@test
+def plot_man_page_has_every_option():
+    if PLOT_MAN is None or PLOT is None:
+        return
+    with open(PLOT_MAN, encoding="utf-8") as f:
+        man = f.read()
+    # --help needs no matplotlib: argparse answers before the plot is imported.
+    text = subprocess.run([sys.executable, PLOT, "--help"], check=True,
+                          capture_output=True, text=True).stdout
+    opts = set(re.findall(r"^\s+(?:(-[a-zA-Z])(?: \S+)?, )?(--[a-z-]+)", text, re.M))
+    check(len(opts) >= 6, f"too few options found in plot-latency --help: {opts}")
+    for short, long in opts:
+        for o in (short, long):
+            if o:
+                check(o.replace("-", "\\-") in man, f"{o} is not in {PLOT_MAN}")
+    version = run("--version").stdout.split()[1]
+    check(f'"heist {version}"' in man, f"{PLOT_MAN} does not say version {version}")
 
 
 @test

@@ -38,14 +38,14 @@
 
 #include <heist/heist.h>
 
+/* Each requirement unmet stops the header with one #error that says so, and skips the
+ * rest of it (closed at its end), rather than failing at every line that needs it.
+ * C++17: CMake's heist::heist_cxx asks for it. Exceptions: errors, and the exceptions
+ * a task throws, reach the caller as C++ exceptions (docs/cxx.md); code built with
+ * -fno-exceptions uses the C API, heist.h, which compiles as C++. */
 #if !defined(__cplusplus) || __cplusplus < 201703L
-#error "heist.hpp needs C++17 (-std=c++17); C code includes heist/heist.h"
-#endif
-
-/* Errors, and the exceptions a task throws, reach the caller as C++ exceptions, so
- * heist.hpp needs them (docs/cxx.md). Under -fno-exceptions, say so once rather than
- * fail at every throw (the rest of the header is skipped); such code uses the C API, heist.h, which compiles as C++. */
-#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS)
+#error "heist.hpp needs C++17 (-std=c++17; in CMake, link heist::heist_cxx); C code includes heist/heist.h"
+#elif !defined(__cpp_exceptions) && !defined(__EXCEPTIONS)
 #error "heist.hpp needs C++ exceptions (no -fno-exceptions); without them use heist/heist.h"
 #else	/* the rest of the header, closed at its end */
 
@@ -1655,6 +1655,6 @@ private:
 
 } // namespace heist
 
-#endif /* __cpp_exceptions */
+#endif /* C++17 and exceptions */
 
 #endif /* HEIST_HEIST_HPP */
