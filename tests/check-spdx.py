@@ -5,13 +5,15 @@
 Usage: check-spdx.py SOURCE_ROOT
 
 Reads the files git tracks under SOURCE_ROOT (or, in a tree without .git such as
-the meson dist tarball, every file outside build directories) and fails, naming
+the meson dist tarball, or without git installed, every file outside build
+directories) and fails, naming
 them, when one lacks "SPDX-License-Identifier: MIT" in its first five lines, or
 when LICENSE is missing or does not name the MIT licence. The files that cannot
 hold a comment, or are the licence text themselves, are listed in EXEMPT.
 """
 import fnmatch
 import os
+import shutil
 import subprocess
 import sys
 
@@ -27,7 +29,7 @@ EXEMPT = [
 
 
 def tracked(root):
-    if os.path.isdir(os.path.join(root, ".git")):
+    if os.path.isdir(os.path.join(root, ".git")) and shutil.which("git"):
         out = subprocess.run(["git", "-C", root, "ls-files", "-z"], check=True,
                              capture_output=True).stdout
         return [f for f in out.decode().split("\0") if f]
