@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "futex.h"
 #include "future.h"
 #include "probe.h"
@@ -273,8 +274,9 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 	if (!out)
 		return EINVAL;
 	*out = NULL;
-	if (!cfg)
-		cfg = &defaults;
+	struct heist_config with_env = cfg ? *cfg : defaults;
+	heist__env_apply(&with_env);
+	cfg = &with_env;
 	if (cfg->threads > HEIST_MAX_THREADS || (unsigned)cfg->pin > HEIST_PIN_PU ||
 	    (cfg->max_spares > HEIST_MAX_THREADS && cfg->max_spares != HEIST_SPARES_NONE))
 		return EINVAL;

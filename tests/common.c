@@ -6,9 +6,11 @@
 #endif
 #include "common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 char test_sentinel_byte;
 atomic_uint *ids;
@@ -205,4 +207,25 @@ run_tests_(const char *name, const struct CMUnitTest *tests, size_t n)
 	if (getenv("TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+}
+
+/* Capture what the library writes on stderr while fn runs. */
+void
+capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
+{
+	char path[] = "/tmp/heist-test-stderr-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	fn(arg);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	ssize_t n = pread(fd, out, cap - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
 }

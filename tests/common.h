@@ -137,6 +137,13 @@ void ids_free(void);
 int id_task(void *arg);
 
 /* ---------------------------------------------------------------------------------- */
+/* Output                                                                             */
+
+/* Runs fn(arg) with stderr sent to a file, and puts what was written in out (at most
+ * cap - 1 bytes, NUL-terminated). */
+void capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap);
+
+/* ---------------------------------------------------------------------------------- */
 /* main()                                                                             */
 
 /* True when TEST_SLOW=1 is set (suite 'slow'): tests with a long variant run it. */

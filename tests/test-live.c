@@ -716,27 +716,6 @@ a_spare_that_ran_queued_jobs_exits_after_its_keep_alive(void **state)
 	heist__spare_keepalive_ns = keep;
 }
 
-/* Capture what the library writes on stderr while fn runs. */
-static void
-capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
-{
-	char path[] = "/tmp/heist-test-live-XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	unlink(path);
-	fflush(stderr);
-	int saved = dup(STDERR_FILENO);
-	assert_true(saved >= 0);
-	assert_true(dup2(fd, STDERR_FILENO) >= 0);
-	fn(arg);
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	ssize_t n = pread(fd, out, cap - 1, 0);
-	out[n > 0 ? n : 0] = '\0';
-	close(fd);
-}
-
 struct exhaust {
 	unsigned max_spares;
 	uint64_t exhausted;

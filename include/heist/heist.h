@@ -74,6 +74,17 @@ enum heist_pin {
 
 /**
  * How to build a pool. Zero-fill it (or pass NULL) for defaults; set what you need.
+ *
+ * The environment. heist_pool_create reads three variables, once per pool, so that a
+ * program built on heist can be tuned without a rebuild, as OMP_NUM_THREADS tunes an
+ * OpenMP one. The rule, the same for each: **a field the program sets wins; a variable
+ * fills only a field left at its default (0), and ignore_environment turns them all
+ * off.** A value that is not one of those below is ignored, with one line on stderr
+ * naming the variable and what it wants; the pool is then made as if it were unset.
+ * - HEIST_NUM_THREADS=n (1 to HEIST_MAX_THREADS): threads, the number of workers.
+ * - HEIST_PIN=none|core|pu (any case): pin, HEIST_PIN_NONE, _CORE or _PU.
+ * - HEIST_MAX_SPARES=n|none (0 to HEIST_MAX_THREADS; 0 and none: HEIST_SPARES_NONE):
+ *   max_spares.
  */
 struct heist_config {
 	unsigned threads;	/**< workers; 0: one per core the process may run on (with
@@ -140,6 +151,9 @@ struct heist_config {
 				     buffer (48 bytes each, allocated at pool creation)
 				     before the rest go only into histograms; 0: 262,144;
 				     at most 2^26 (@since 0.1) */
+	bool ignore_environment; /**< true: the environment variables below change
+				     nothing in this pool (for programs that must not
+				     be tuned from outside) (@since 0.1) */
 };
 
 /** heist_config.max_spares: never start a spare thread. */

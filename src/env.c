@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* env.c - a pool's configuration from the environment, as OMP_NUM_THREADS sets an
+ * OpenMP program's: HEIST_NUM_THREADS, HEIST_PIN and HEIST_MAX_SPARES, read once per
+ * heist_pool_create. The one rule (heist.h, at heist_config): a field the program
+ * sets wins; a variable fills only a field left at its default, and
+ * heist_config.ignore_environment turns them all off. What is not understood is
+ * ignored with one line on stderr, never taken half-read. */
+#include "env.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* value as a whole number from lo to hi, in decimal: nothing before or after it. */
+static bool
+parse_count(const char *value, unsigned lo, unsigned hi, unsigned *out)
+{
+	if (value[0] < '0' || value[0] > '9')
+		return false;	/* strtoul would take "-1", " 4" and "+4" */
+	int saved = errno;
+	errno = 0;
+	char *end;
+	unsigned long v = strtoul(value, &end, 10);
+	bool ok = !errno && *end == '\0' && v >= lo && v <= hi;
+	errno = saved;
+	if (ok)
+		*out = (unsigned)v;
+	return ok;
+}
+
+/* The one line a bad value gets: its name, its value, and what would do. */
+static void
+ignored(const char *name, const char *value, const char *want)
+{
+	fprintf(stderr, "heist: %s=\"%s\" ignored: want %s\n", name, value, want);
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static void
+apply_threads(struct heist_config *cfg)
+{
+	const char *v = getenv("HEIST_NUM_THREADS");
+	if (!v || cfg->threads)
+		return;
+	if (!parse_count(v, 1, HEIST_MAX_THREADS, &cfg->threads))
+		ignored("HEIST_NUM_THREADS", v,
+			"a number of workers from 1 to " STR(HEIST_MAX_THREADS));
+}
+
+static void
+apply_pin(struct heist_config *cfg)
+{
+	const char *v = getenv("HEIST_PIN");
+	if (!v || cfg->pin != HEIST_PIN_NONE)
+		return;
+	if (!strcasecmp(v, "core"))
+		cfg->pin = HEIST_PIN_CORE;
+	else if (!strcasecmp(v, "pu"))
+		cfg->pin = HEIST_PIN_PU;
+	else if (strcasecmp(v, "none"))
+		ignored("HEIST_PIN", v, "none, core or pu");
+}
+
+static void
+apply_spares(struct heist_config *cfg)
+{
+	const char *v = getenv("HEIST_MAX_SPARES");
+	if (!v || cfg->max_spares)
+		return;
+	unsigned n;
+	if (!strcasecmp(v, "none"))
+		cfg->max_spares = HEIST_SPARES_NONE;
+	else if (parse_count(v, 0, HEIST_MAX_THREADS, &n))
+		cfg->max_spares = n ? n : HEIST_SPARES_NONE;
+	else
+		ignored("HEIST_MAX_SPARES", v, "none, or a number of spare threads from 0 to "
+			STR(HEIST_MAX_THREADS));
+}
+
+void
+heist__env_apply(struct heist_config *cfg)
+{
+	if (cfg->ignore_environment)
+		return;
+	apply_threads(cfg);
+	apply_pin(cfg);
+	apply_spares(cfg);
+}
