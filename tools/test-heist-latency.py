@@ -156,40 +156,36 @@ def help_exits_0():
     check("Usage" in p.stdout, "no usage text for -h")
 
 
+def check_man_page(man_path, help_text, pattern, least):
+    """Every option that help_text lists (pattern) is in the man page at man_path,
+    which names this version."""
+    with open(man_path, encoding="utf-8") as f:
+        man = f.read()
+    opts = set(re.findall(pattern, help_text, re.M))
+    check(len(opts) >= least, f"too few options found in --help: {opts}")
+    for short, long in opts:
+        for o in (short, long):
+            if o:
+                check(o.replace("-", "\\-") in man, f"{o} is not in {man_path}")
+    version = run("--version").stdout.split()[1]
+    check(f'"heist {version}"' in man, f"{man_path} does not say version {version}")
+
+
 @test
 def man_page_has_every_option():
     if MAN is None:
         return
-    with open(MAN, encoding="utf-8") as f:
-        man = f.read()
-    text = run("--help").stdout
-    opts = set(re.findall(r"^\s+(?:(-[a-zA-Z]), )?(--[a-z]+)", text, re.M))
-    check(len(opts) >= 10, f"too few options found in --help: {opts}")
-    for short, long in opts:
-        for o in (short, long):
-            if o:
-                check(o.replace("-", "\\-") in man, f"{o} is not in {MAN}")
-    version = run("--version").stdout.split()[1]
-    check(f'"heist {version}"' in man, f"{MAN} does not say version {version}")
+    check_man_page(MAN, run("--help").stdout, r"^\s+(?:(-[a-zA-Z]), )?(--[a-z]+)", 10)
 
 
 @test
 def plot_man_page_has_every_option():
     if PLOT_MAN is None or PLOT is None:
         return
-    with open(PLOT_MAN, encoding="utf-8") as f:
-        man = f.read()
     # --help needs no matplotlib: argparse answers before the plot is imported.
     text = subprocess.run([sys.executable, PLOT, "--help"], check=True,
                           capture_output=True, text=True).stdout
-    opts = set(re.findall(r"^\s+(?:(-[a-zA-Z])(?: \S+)?, )?(--[a-z-]+)", text, re.M))
-    check(len(opts) >= 6, f"too few options found in plot-latency --help: {opts}")
-    for short, long in opts:
-        for o in (short, long):
-            if o:
-                check(o.replace("-", "\\-") in man, f"{o} is not in {PLOT_MAN}")
-    version = run("--version").stdout.split()[1]
-    check(f'"heist {version}"' in man, f"{PLOT_MAN} does not say version {version}")
+    check_man_page(PLOT_MAN, text, r"^\s+(?:(-[a-zA-Z])(?: \S+)?, )?(--[a-z-]+)", 6)
 
 
 @test
