@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* env.c - a pool's configuration from the environment, as OMP_NUM_THREADS sets an
- * OpenMP program's: HEIST_NUM_THREADS, HEIST_PIN and HEIST_MAX_SPARES, read once per
- * heist_pool_create. The one rule (heist.h, at heist_config): a field the program
+ * OpenMP program's: HEIST_NUM_THREADS, HEIST_PIN, HEIST_MAX_SPARES, and the profile a
+ * program writes without knowing it (HEIST_PROFILE, HEIST_PROFILE_EVERY, HEIST_TRACE;
+ * report.c writes the files), read once per heist_pool_create. The one rule (heist.h, at heist_config): a field the program
  * sets wins; a variable fills only a field left at its default, and
  * heist_config.ignore_environment turns them all off. What is not understood is
  * ignored with one line on stderr, never taken half-read. */
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "probe.h"
 
 /* value as a whole number from lo to hi, in decimal: nothing before or after it. */
 static bool
@@ -81,12 +84,70 @@ apply_spares(struct heist_config *cfg)
 			STR(HEIST_MAX_THREADS));
 }
 
-void
-heist__env_apply(struct heist_config *cfg)
+/* A file name from name's variable, copied; NULL when unset or bad. */
+static char *
+file_from(const char *name, bool *nomem)
 {
+	const char *v = getenv(name);
+	if (!v)
+		return NULL;
+	if (!*v) {
+		ignored(name, v, "a file name (%p stands for the process id)");
+		return NULL;
+	}
+	char *copy = strdup(v);
+	*nomem |= !copy;
+	return copy;
+}
+
+static int
+apply_profile(struct heist_config *cfg, struct env_files *files)
+{
+	bool nomem = false;
+	files->profile = file_from("HEIST_PROFILE", &nomem);
+	files->trace = file_from("HEIST_TRACE", &nomem);
+	if (nomem) {
+		heist__env_files_free(files);
+		return ENOMEM;
+	}
+	if (!files->profile && !files->trace)
+		return 0;
+	if (!HEIST_PROFILER) {
+		ignored(files->profile ? "HEIST_PROFILE" : "HEIST_TRACE",
+			files->profile ? files->profile : files->trace,
+			"a libheist built with the profiler (-Dprofiler=true)");
+		heist__env_files_free(files);
+		return 0;
+	}
+	bool turned_on = !cfg->profile;
+	cfg->profile = true;
+	const char *v = getenv("HEIST_PROFILE_EVERY");
+	if (cfg->profile_every)
+		return 0;	/* the program's own sampling */
+	if (v && !parse_count(v, 1, PROFILE_EVERY_MAX, &cfg->profile_every))
+		ignored("HEIST_PROFILE_EVERY", v,
+			"a number of tasks from 1 to " STR(PROFILE_EVERY_MAX));
+	if (!cfg->profile_every && turned_on)
+		cfg->profile_every = PROFILE_EVERY_DEFAULT;
+	return 0;
+}
+
+int
+heist__env_apply(struct heist_config *cfg, struct env_files *files)
+{
+	files->profile = files->trace = NULL;
 	if (cfg->ignore_environment)
-		return;
+		return 0;
 	apply_threads(cfg);
 	apply_pin(cfg);
 	apply_spares(cfg);
+	return apply_profile(cfg, files);
+}
+
+void
+heist__env_files_free(struct env_files *files)
+{
+	free(files->profile);
+	free(files->trace);
+	files->profile = files->trace = NULL;
 }

@@ -16,6 +16,7 @@
 #include "futex.h"
 #include "future.h"
 #include "probe.h"
+#include "report.h"
 #include "submit.h"
 #include "wait.h"
 
@@ -42,9 +43,30 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct heist_pool *registry;
 static struct heist_pool *all_pools;
 
+/* At exit, the reports of the pools never destroyed (HEIST_PROFILE, report.c), from
+ * what their buffers hold then (heist/profile.h: a snapshot if tasks still run). */
+static void
+report_at_exit(void)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (struct heist_pool *p = registry; p; p = p->next_live)
+		heist__report_write(p->report, p, "exit");
+	pthread_mutex_unlock(&registry_lock);
+}
+
+static pthread_once_t report_at_exit_once = PTHREAD_ONCE_INIT;
+
+static void
+register_report_at_exit(void)
+{
+	atexit(report_at_exit);
+}
+
 static void
 register_pool(struct heist_pool *pool)
 {
+	if (pool->report)
+		pthread_once(&report_at_exit_once, register_report_at_exit);
 	pthread_mutex_lock(&registry_lock);
 	pool->next_live = registry;
 	registry = pool;
@@ -156,12 +178,15 @@ pool_free(struct heist_pool *pool, unsigned inited)
 	heist__sleep_fini(&pool->sleep);
 	pthread_mutex_destroy(&pool->idle_lock);
 	heist__topology_free(pool->topo);
+	heist__report_free(pool->report);
 	free(pool->hazards);
 	free(pool->workers);
 	free(pool);
 }
 
-/* Stop and join the workers that were started and every spare, then free it all. */
+/* Stop and join the workers that were started and every spare, write the pool's
+ * report if the environment asked for one (all its threads gone, so it is whole),
+ * then free it all. */
 static void
 teardown(struct heist_pool *pool, unsigned started)
 {
@@ -170,6 +195,7 @@ teardown(struct heist_pool *pool, unsigned started)
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(pool->workers[i].thread, NULL);
 	heist__spares_join(pool);
+	heist__report_write(pool->report, pool, "destroy");
 	pool_free(pool, heist__pool_slots_used(pool));
 }
 
@@ -275,16 +301,22 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 		return EINVAL;
 	*out = NULL;
 	struct heist_config with_env = cfg ? *cfg : defaults;
-	heist__env_apply(&with_env);
-	cfg = &with_env;
-	if (cfg->threads > HEIST_MAX_THREADS || (unsigned)cfg->pin > HEIST_PIN_PU ||
-	    (cfg->max_spares > HEIST_MAX_THREADS && cfg->max_spares != HEIST_SPARES_NONE))
-		return EINVAL;
-	unsigned n = cfg->threads;
-	struct topology *topo;
-	int err = heist__topology_new(&topo, &n, cfg->pin);
+	struct env_files files;
+	int err = heist__env_apply(&with_env, &files);
 	if (err)
 		return err;
+	cfg = &with_env;
+	if (cfg->threads > HEIST_MAX_THREADS || (unsigned)cfg->pin > HEIST_PIN_PU ||
+	    (cfg->max_spares > HEIST_MAX_THREADS && cfg->max_spares != HEIST_SPARES_NONE)) {
+		heist__env_files_free(&files);
+		return EINVAL;
+	}
+	unsigned n = cfg->threads;
+	struct topology *topo;
+	if ((err = heist__topology_new(&topo, &n, cfg->pin))) {
+		heist__env_files_free(&files);
+		return err;
+	}
 	if (n > HEIST_MAX_THREADS)
 		n = HEIST_MAX_THREADS;
 	unsigned spares = cfg->max_spares == HEIST_SPARES_NONE ? 0
@@ -292,12 +324,21 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 							 : DEFAULT_SPARES;
 	struct heist_pool *pool = pool_new(n, spares, topo, cfg);
 	if (!pool) {
+		heist__env_files_free(&files);
 		heist__topology_free(topo);
 		return ENOMEM;
 	}
-	err = start_workers(pool);
-	if (err)
+	bool nomem;
+	struct report *report = heist__report_new(&files, cfg, &nomem);
+	if (nomem) {
+		pool_free(pool, pool->slots);
+		return ENOMEM;
+	}
+	if ((err = start_workers(pool))) {
+		heist__report_free(report);
 		return err;
+	}
+	pool->report = report;	/* not before: a pool that failed writes no report */
 	register_pool(pool);
 	*out = pool;
 	return 0;

@@ -35,6 +35,7 @@ struct heist_pool {
 	void (*on_start)(void *ctx, unsigned index);	/* heist_config's hooks */
 	void (*on_stop)(void *ctx, unsigned index);
 	void *hook_ctx;
+	struct report *report;		/* HEIST_PROFILE/HEIST_TRACE files, or NULL */
 
 	struct topology *topo;
 	_Atomic uint32_t started;	/* workers past their start-up; create waits */

@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* test-env.c - configuration from the environment (src/env.c): HEIST_NUM_THREADS,
- * HEIST_PIN and HEIST_MAX_SPARES fill the fields a program leaves at 0, a field it
- * sets wins, ignore_environment turns them off, and a bad value is ignored with one
- * line on stderr, the pool then made as if the variable were unset. */
+ * HEIST_PIN, HEIST_MAX_SPARES, HEIST_PROFILE, HEIST_PROFILE_EVERY and HEIST_TRACE fill
+ * the fields a program leaves at 0, a field it sets wins, ignore_environment turns them
+ * off, and a bad value is ignored with one line on stderr, the pool then made as if the
+ * variable were unset. The reports' contents, their names and fork are
+ * check-profile-env.py's. */
+#include <dirent.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
+#include "heist/profile.h"
 
 static void
 clear_env(void)
@@ -16,6 +22,9 @@ clear_env(void)
 	unsetenv("HEIST_NUM_THREADS");
 	unsetenv("HEIST_PIN");
 	unsetenv("HEIST_MAX_SPARES");
+	unsetenv("HEIST_PROFILE");
+	unsetenv("HEIST_PROFILE_EVERY");
+	unsetenv("HEIST_TRACE");
 }
 
 static int
@@ -220,6 +229,196 @@ every_bad_variable_says_its_own_line(void **state)
 	assert_non_null(strstr(m.said, "HEIST_MAX_SPARES=\"lots\""));
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* HEIST_PROFILE, HEIST_PROFILE_EVERY, HEIST_TRACE                                    */
+
+/* A pool made from cfg with stderr captured: whether it profiles, its sampling, what
+ * it said (create and destroy), and errno after its destroy (set to 1234 before). */
+struct profiled {
+	const struct heist_config *cfg;
+	bool profiles;
+	uint64_t every;
+	int errno_after;
+	char said[512];
+};
+
+static void
+profile_and_destroy(void *arg)
+{
+	struct profiled *p = arg;
+	heist_pool *pool = NULL;
+	assert_int_equal(heist_pool_create(&pool, p->cfg), 0);
+	struct heist_latency_report rep;
+	p->profiles = heist_profile_report(pool, &rep) == 0;
+	p->every = p->profiles ? rep.sampled_every : 0;
+	check_pool_works(pool);
+	errno = 1234;
+	heist_pool_destroy(pool);
+	p->errno_after = errno;
+}
+
+static struct profiled
+profiled(const struct heist_config *cfg)
+{
+	struct profiled p = {.cfg = cfg};
+	capture_stderr(profile_and_destroy, &p, p.said, sizeof(p.said));
+	return p;
+}
+
+static char dir[64];
+
+/* The files in dir, and the first one's name; each one removed. */
+static unsigned
+take_files(char *first, size_t cap)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	unsigned n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (!n++ && first)
+			snprintf(first, cap, "%s", e->d_name);
+		char path[400];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	return n;
+}
+
+static int
+setup_dir(void **state)
+{
+	setup(state);
+	snprintf(dir, sizeof(dir), "/tmp/heist-test-env-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int
+teardown_dir(void **state)
+{
+	take_files(NULL, 0);
+	rmdir(dir);
+	return teardown(state);
+}
+
+static void
+set_in_dir(const char *var, const char *name)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	setenv(var, path, 1);
+}
+
+static void
+profile_turns_the_profiler_on_and_writes_at_destroy(void **state)
+{
+	(void)state;
+	struct profiled p = profiled(NULL);
+	assert_false(p.profiles);	/* unset: no profiler */
+	assert_int_equal(take_files(NULL, 0), 0);
+	set_in_dir("HEIST_PROFILE", "r-%p.json");
+	p = profiled(NULL);
+	assert_true(p.profiles);
+	assert_int_equal(p.every, 4);	/* the default sampling */
+	assert_string_equal(p.said, "");
+	assert_int_equal(p.errno_after, 1234);	/* writing the report keeps errno */
+	char name[256];
+	assert_int_equal(take_files(name, sizeof(name)), 1);
+	char want[32];
+	snprintf(want, sizeof(want), "r-%ld", (long)getpid());
+	assert_memory_equal(name, want, strlen(want));	/* %p: the process id */
+	unsetenv("HEIST_PROFILE");
+	set_in_dir("HEIST_TRACE", "t.json");
+	p = profiled(NULL);
+	assert_true(p.profiles);	/* the trace alone turns it on too */
+	assert_int_equal(take_files(name, sizeof(name)), 1);
+	/* A program that profiles on its own writes no file. */
+	unsetenv("HEIST_TRACE");
+	struct heist_config on = {.profile = true};
+	p = profiled(&on);
+	assert_true(p.profiles);
+	assert_int_equal(take_files(NULL, 0), 0);
+}
+
+static void
+profile_every_fills_a_sampling_left_at_zero(void **state)
+{
+	(void)state;
+	set_in_dir("HEIST_PROFILE", "r.json");
+	setenv("HEIST_PROFILE_EVERY", "1", 1);
+	assert_int_equal(profiled(NULL).every, 1);
+	setenv("HEIST_PROFILE_EVERY", "16", 1);
+	assert_int_equal(profiled(NULL).every, 16);
+	struct heist_config two = {.profile = true, .profile_every = 2};
+	assert_int_equal(profiled(&two).every, 2);	/* the program's field wins */
+	/* A program that profiles every task (profile_every 0) keeps doing so. */
+	unsetenv("HEIST_PROFILE_EVERY");
+	struct heist_config every = {.profile = true};
+	assert_int_equal(profiled(&every).every, 1);
+	take_files(NULL, 0);
+}
+
+static void
+bad_profile_values_are_ignored_with_one_line(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"HEIST_PROFILE", "HEIST_TRACE"};
+	for (int i = 0; i < 2; i++) {
+		setenv(files[i], "", 1);
+		struct profiled p = profiled(NULL);
+		assert_false(p.profiles);
+		assert_int_equal(lines(p.said), 1);
+		assert_non_null(strstr(p.said, files[i]));
+		unsetenv(files[i]);
+	}
+	set_in_dir("HEIST_PROFILE", "r.json");
+	static const char *const bad[] = {"", "0", "-4", "x", "8 ", "1048577"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("HEIST_PROFILE_EVERY", bad[i], 1);
+		struct profiled p = profiled(NULL);
+		assert_true(p.profiles);
+		assert_int_equal(p.every, 4);
+		assert_int_equal(lines(p.said), 1);
+		assert_non_null(strstr(p.said, "HEIST_PROFILE_EVERY"));
+	}
+	/* One report a pool (r.json, or r.N.json for the process's Nth). */
+	assert_int_equal(take_files(NULL, 0), sizeof(bad) / sizeof(bad[0]));
+	/* Without HEIST_PROFILE, HEIST_PROFILE_EVERY is not even read. */
+	unsetenv("HEIST_PROFILE");
+	setenv("HEIST_PROFILE_EVERY", "x", 1);
+	struct profiled p = profiled(NULL);
+	assert_false(p.profiles);
+	assert_string_equal(p.said, "");
+}
+
+static void
+unwritable_report_says_one_line_and_keeps_errno(void **state)
+{
+	(void)state;
+	setenv("HEIST_PROFILE", "/nonexistent-heist-dir/r.json", 1);
+	struct profiled p = profiled(NULL);
+	assert_true(p.profiles);
+	assert_int_equal(lines(p.said), 1);
+	assert_non_null(strstr(p.said, "HEIST_PROFILE: cannot write /nonexistent-heist-dir/r."));
+	assert_int_equal(p.errno_after, 1234);
+}
+
+static void
+ignore_environment_writes_no_report(void **state)
+{
+	(void)state;
+	set_in_dir("HEIST_PROFILE", "r.json");
+	set_in_dir("HEIST_TRACE", "t.json");
+	setenv("HEIST_PROFILE_EVERY", "x", 1);
+	struct heist_config off = {.ignore_environment = true};
+	struct profiled p = profiled(&off);
+	assert_false(p.profiles);
+	assert_string_equal(p.said, "");
+	assert_int_equal(take_files(NULL, 0), 0);
+}
+
 int
 main(void)
 {
@@ -233,6 +432,16 @@ main(void)
 		cmocka_unit_test_setup_teardown(pin_fills_pin_left_at_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(every_bad_variable_says_its_own_line, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(profile_turns_the_profiler_on_and_writes_at_destroy,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(profile_every_fills_a_sampling_left_at_zero,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(bad_profile_values_are_ignored_with_one_line,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(unwritable_report_says_one_line_and_keeps_errno,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(ignore_environment_writes_no_report, setup_dir,
+						teardown_dir),
 	};
 	return RUN_TESTS(tests);
 }

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""check-profile-env.py - HEIST_PROFILE and HEIST_TRACE on programs that never call the
+profiler (src/report.c): each pool writes one complete report when it is destroyed, or
+at exit; %p is the process id, pools after the first get .2, .3, ... before the
+extension; a forked child writes only its own pools; the report has heist-latency's
+keys and plot-latency reads it.
+
+    check-profile-env.py PROFILE-PROGRAM PLOT-LATENCY
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def run(argv, env_extra, what):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEIST_")}
+    env.update(env_extra)
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"{what}: exit {p.returncode}: {p.stderr.strip()}")
+    check("heist:" not in p.stderr, f"{what}: said {p.stderr.strip()!r}")
+    return p
+
+
+KEYS = ["tool", "version", "workload", "program", "pid", "pool", "written_at",
+        "parameters", "clock", "exact", "samples_kept", "samples_dropped",
+        "sampled_every", "dispatch", "end_to_end", "steal", "paths", "stats", "threads",
+        "percentiles", "path_percentiles"]
+PATHS = ["inline", "own", "stolen", "injector", "helping", "guest"]
+
+
+def check_report(path, what, pool=None, pid=None, when="destroy", every=4):
+    """One report: parses, complete, and consistent with itself."""
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as e:
+        check(False, f"{what}: {path}: {e}")
+        return None
+    for k in KEYS:
+        check(k in r, f"{what}: {path}: no {k!r}")
+    if any(k not in r for k in KEYS):
+        return None
+    check(r["workload"] == "program", f"{what}: workload {r['workload']!r}")
+    check(r["written_at"] == when, f"{what}: written at {r['written_at']!r}, not {when}")
+    check(r["sampled_every"] == every, f"{what}: sampled every {r['sampled_every']}")
+    if pool is not None:
+        check(r["pool"] == pool, f"{what}: {path}: pool {r['pool']}, not {pool}")
+    if pid is not None:
+        check(r["pid"] == pid, f"{what}: {path}: pid {r['pid']}, not {pid}")
+    n = r["dispatch"]["count"]
+    check(n > 0, f"{what}: no task recorded")
+    check(r["end_to_end"]["count"] == n, f"{what}: end_to_end count differs")
+    check(sum(r["paths"][k]["count"] for k in PATHS) == n,
+          f"{what}: the paths' counts do not add up to {n}")
+    check(r["stats"]["executed"] >= n, f"{what}: fewer tasks executed than recorded")
+    check(len(r["threads"]) >= r["parameters"]["workers"] + 1,
+          f"{what}: threads lack a worker or the guest")
+    pts = r["percentiles"]
+    check(len(pts) > 2 and pts[-1]["p"] == 1.0, f"{what}: percentiles incomplete")
+    check(all(a["dispatch_ns"] <= b["dispatch_ns"] for a, b in zip(pts, pts[1:])),
+          f"{what}: percentiles not monotonic")
+    check(r["path_percentiles"], f"{what}: no path_percentiles")
+    return r
+
+
+def files(d):
+    return sorted(os.path.basename(f) for f in glob.glob(os.path.join(d, "*")))
+
+
+def main():
+    program, plot = sys.argv[1], sys.argv[2]
+
+    # 100 pools, one after another: one report each, numbered, none left half-written.
+    with tempfile.TemporaryDirectory() as d:
+        run([program, "pools", "100"], {"HEIST_PROFILE": f"{d}/p.json"}, "100 pools")
+        want = ["p.json"] + [f"p.{i}.json" for i in range(2, 101)]
+        check(files(d) == sorted(want), f"100 pools: files {files(d)[:5]}...")
+        for i in range(1, 101):
+            name = "p.json" if i == 1 else f"p.{i}.json"
+            if os.path.exists(f"{d}/{name}"):
+                check_report(f"{d}/{name}", f"pool {i} of 100", pool=i)
+
+    # A pool never destroyed: written at exit. HEIST_PROFILE_EVERY=1 records every task.
+    with tempfile.TemporaryDirectory() as d:
+        run([program, "exit"], {"HEIST_PROFILE": f"{d}/exit-%p.json",
+                                "HEIST_PROFILE_EVERY": "1"}, "exit")
+        got = files(d)
+        check(len(got) == 1 and got[0].startswith("exit-") and got[0].endswith(".json"),
+              f"exit: files {got}")
+        if len(got) == 1:
+            pid = int(got[0][len("exit-"):-len(".json")])
+            r = check_report(f"{d}/{got[0]}", "exit", pool=1, pid=pid, when="exit",
+                             every=1)
+            if r:
+                check(r["dispatch"]["count"] >= 200 + 987,
+                      f"exit: {r['dispatch']['count']} tasks recorded of every one")
+
+    # Fork: the parent's pool (1) and the child's (2, the count goes on), each in its
+    # own process's file; the child never writes the parent's pool.
+    with tempfile.TemporaryDirectory() as d:
+        run([program, "fork"], {"HEIST_PROFILE": f"{d}/f-%p.json"}, "fork")
+        got = files(d)
+        check(len(got) == 2, f"fork: files {got}, want one per pool")
+        pools = {}
+        for name in got:
+            r = check_report(f"{d}/{name}", f"fork {name}")
+            if r:
+                pools[r["pool"]] = (name, r["pid"])
+        check(sorted(pools) == [1, 2], f"fork: pools {sorted(pools)}")
+        if sorted(pools) == [1, 2]:
+            check(pools[1][1] != pools[2][1], "fork: both pools in one process")
+            check(pools[1][0] == f"f-{pools[1][1]}.json", f"fork: {pools[1][0]}")
+            check(pools[2][0] == f"f-{pools[2][1]}.2.json", f"fork: {pools[2][0]}")
+
+    # The same without %p: two processes, two pools, two whole files.
+    with tempfile.TemporaryDirectory() as d:
+        run([program, "fork"], {"HEIST_PROFILE": f"{d}/f.json"}, "fork without %p")
+        check(files(d) == ["f.2.json", "f.json"], f"fork without %p: files {files(d)}")
+        for name in files(d):
+            check_report(f"{d}/{name}", f"fork without %p: {name}")
+
+    # The trace alone: the profiler on, a trace and no report.
+    with tempfile.TemporaryDirectory() as d:
+        run([program, "pools", "1"], {"HEIST_TRACE": f"{d}/t.json"}, "trace")
+        check(files(d) == ["t.json"], f"trace: files {files(d)}")
+        if os.path.exists(f"{d}/t.json"):
+            with open(f"{d}/t.json") as f:
+                t = json.load(f)
+            events = [e for e in t["traceEvents"] if e.get("ph") == "X"]
+            check(len(events) > 0, "trace: no task")
+            check(t["otherData"]["samples_kept"] == len(events),
+                  f"trace: {len(events)} tasks, {t['otherData']['samples_kept']} kept")
+
+    # plot-latency reads the report as it reads heist-latency's.
+    with tempfile.TemporaryDirectory() as d:
+        run([program, "pools", "1"], {"HEIST_PROFILE": f"{d}/r.json"}, "plot")
+        p = subprocess.run([sys.executable, plot, f"{d}/r.json", "-o", f"{d}/r.png"],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode and "matplotlib" in p.stderr:
+            print("plot-latency not run: no matplotlib")
+        else:
+            check(p.returncode == 0 and os.path.getsize(f"{d}/r.png") > 0,
+                  f"plot-latency: {p.stderr.strip()}")
+
+    if failures:
+        print(f"{len(failures)} failures")
+        return 1
+    print("every report whole and in its place")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
