@@ -20,6 +20,7 @@ import sys
 TAG = "SPDX-License-Identifier: MIT"
 EXEMPT = [
     "*.md",                  # documentation, not source (LICENSE covers it)
+    "docs/img/*.png",        # the documentation's pictures
     "LICENSE",               # the licence itself
     ".gitignore",
     "debian/copyright",      # the machine-readable licence statement itself

@@ -75,16 +75,34 @@ enum heist_pin {
 /**
  * How to build a pool. Zero-fill it (or pass NULL) for defaults; set what you need.
  *
- * The environment. heist_pool_create reads three variables, once per pool, so that a
- * program built on heist can be tuned without a rebuild, as OMP_NUM_THREADS tunes an
- * OpenMP one. The rule, the same for each: **a field the program sets wins; a variable
- * fills only a field left at its default (0), and ignore_environment turns them all
- * off.** A value that is not one of those below is ignored, with one line on stderr
- * naming the variable and what it wants; the pool is then made as if it were unset.
+ * The environment. heist_pool_create reads the variables below, once per pool, so
+ * that a program built on heist can be tuned and profiled without a rebuild, as
+ * OMP_NUM_THREADS tunes an OpenMP one. The rule, the same for each: **a field the
+ * program sets wins; a variable fills only a field left at its default (0), and
+ * ignore_environment turns them all off.** A value that is not one of those below is
+ * ignored, with one line on stderr naming the variable and what it wants; the pool is
+ * then made as if it were unset.
  * - HEIST_NUM_THREADS=n (1 to HEIST_MAX_THREADS): threads, the number of workers.
  * - HEIST_PIN=none|core|pu (any case): pin, HEIST_PIN_NONE, _CORE or _PU.
  * - HEIST_MAX_SPARES=n|none (0 to HEIST_MAX_THREADS; 0 and none: HEIST_SPARES_NONE):
  *   max_spares.
+ * - HEIST_PROFILE=file: profile (the pool records with the profiler), and when the
+ *   pool is destroyed (or at exit, if it never is) it writes to file the report
+ *   heist-latency --json prints: dispatch and end-to-end percentiles, the split by
+ *   path, the steal latency, per-thread statistics (docs/profiler.md). In file, %p
+ *   stands for the process id and %% for %; the process's second pool that reports
+ *   writes file with ".2" before its extension (out.json, out.2.json), the third
+ *   ".3", and so on. Each file is written whole (beside its name, then renamed); a
+ *   forked child writes only the pools it made (use %p, or its pools' files replace
+ *   the parent's of the same number). One that cannot be written gets one line on
+ *   stderr. A report written at exit while tasks still run is a snapshot (profile.h).
+ * - HEIST_PROFILE_EVERY=n (1 to 1048576): profile_every, with HEIST_PROFILE or
+ *   HEIST_TRACE. Unset, a pool that they turned profile on for records one task in
+ *   4 (measured: every task costs W8 12% on 2 workers, one in 4 costs 5%); a pool
+ *   whose program turned profile on itself records as that program asked.
+ * - HEIST_TRACE=file: as HEIST_PROFILE, but writes the Chrome/Perfetto trace
+ *   heist-latency --trace writes (the kept samples, one event per task).
+ * With -Dprofiler=false, HEIST_PROFILE and HEIST_TRACE are ignored with their line.
  */
 struct heist_config {
 	unsigned threads;	/**< workers; 0: one per core the process may run on (with
