@@ -15,6 +15,7 @@
 
 #include "futex.h"
 #include "future.h"
+#include "internal.h"
 
 __thread struct heist_future *heist__current_job __attribute__((tls_model("initial-exec")));
 
@@ -24,7 +25,7 @@ heist_cancel_create(heist_cancel **out)
 	if (!out)
 		return EINVAL;
 	*out = NULL;
-	struct heist_cancel *c = malloc(sizeof(*c));
+	struct heist_cancel *c = heist__malloc(sizeof(*c));
 	if (!c)
 		return ENOMEM;
 	atomic_init(&c->refs, 1);

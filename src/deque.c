@@ -11,7 +11,7 @@
 static struct deque_array *
 array_new(size_t capacity)
 {
-	struct deque_array *a = malloc(sizeof(*a) + capacity * sizeof(a->slot[0]));
+	struct deque_array *a = heist__malloc(sizeof(*a) + capacity * sizeof(a->slot[0]));
 	if (!a)
 		return NULL;
 	a->retired_next = NULL;

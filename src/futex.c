@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* futex.c - the one place heist sleeps in the kernel. Callers keep their own state
- * word and re-check it after every return, so spurious wake-ups are harmless. */
+ * word and re-check it after every return, so spurious wake-ups are harmless. The
+ * calls keep errno: a futex wait that finds the word changed sets EAGAIN, a timed one
+ * ETIMEDOUT, and the caller's errno is none of heist's business (heist.h). */
 #include "futex.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <time.h>
 
@@ -22,13 +25,17 @@ heist__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns
 	}
 	/* The kernel compares *word with expected under its own lock, so a wake that
 	 * follows a change of the word cannot slip between our check and our sleep. */
+	int saved = errno;
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
+	errno = saved;
 }
 
 void
 heist__futex_wake(_Atomic uint32_t *word, int n)
 {
+	int saved = errno;
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	errno = saved;
 }
 
 void
@@ -37,6 +44,7 @@ heist__futex_wait_bits(_Atomic uint32_t *word, uint32_t expected, uint64_t timeo
 {
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
 	struct timespec ts, *tsp = NULL;
+	int saved = errno;
 	if (timeout_ns) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t ns = (uint64_t)ts.tv_nsec + timeout_ns;
@@ -46,12 +54,15 @@ heist__futex_wait_bits(_Atomic uint32_t *word, uint32_t expected, uint64_t timeo
 	}
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET_PRIVATE, expected, tsp, NULL,
 		bits);
+	errno = saved;
 }
 
 void
 heist__futex_wake_bits(_Atomic uint32_t *word, int n, uint32_t bits)
 {
+	int saved = errno;
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_BITSET_PRIVATE, n, NULL, NULL, bits);
+	errno = saved;
 }
 
 #else /* a portable stand-in: striped mutex + condvar, wake means broadcast */

@@ -44,7 +44,7 @@ heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size)
 {
 	void *dst = j->inline_copy;
 	if (size > sizeof(j->inline_copy)) {
-		if (!(dst = malloc(size)))
+		if (!(dst = heist__malloc(size)))
 			return ENOMEM;
 		heist__job_set_flag(j, REF_HEAP, true);
 	}

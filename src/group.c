@@ -76,7 +76,7 @@ heist_group_create(heist_pool *pool, heist_group **out)
 	if (!pool || !out)
 		return EINVAL;
 	/* aligned: pending has a cache line of its own (sizeof is a multiple of it). */
-	struct heist_group *g = aligned_alloc(CACHE_LINE, sizeof(*g));
+	struct heist_group *g = heist__aligned_alloc(CACHE_LINE, sizeof(*g));
 	if (!g)
 		return ENOMEM;
 	int err = heist_cancel_create(&g->token);

@@ -5,9 +5,11 @@
 #ifndef HEIST_INTERNAL_H
 #define HEIST_INTERNAL_H
 
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "heist/heist.h"
 
@@ -51,6 +53,45 @@ heist__backoff_long(unsigned round, unsigned patience)
 		heist__backoff(round);
 	else
 		sched_yield();
+}
+
+/* malloc and its kin, keeping errno. A failed allocation sets errno to ENOMEM, and
+ * heist reports ENOMEM by its return values only: no public call changes errno
+ * (heist.h). Only on allocation paths, which cost far more than two errno reads. */
+static inline void *
+heist__malloc(size_t size)
+{
+	int saved = errno;
+	void *p = malloc(size);
+	errno = saved;
+	return p;
+}
+
+static inline void *
+heist__calloc(size_t n, size_t size)
+{
+	int saved = errno;
+	void *p = calloc(n, size);
+	errno = saved;
+	return p;
+}
+
+static inline void *
+heist__aligned_alloc(size_t align, size_t size)
+{
+	int saved = errno;
+	void *p = aligned_alloc(align, size);
+	errno = saved;
+	return p;
+}
+
+static inline void *
+heist__realloc(void *old, size_t size)
+{
+	int saved = errno;
+	void *p = realloc(old, size);
+	errno = saved;
+	return p;
 }
 
 /* A statistics counter: written only by the worker that owns it, read by any thread

@@ -241,7 +241,7 @@ search_rounds(unsigned spin, unsigned n)
 static struct heist_pool *
 pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_config *cfg)
 {
-	struct heist_pool *pool = aligned_alloc(CACHE_LINE, sizeof(*pool));
+	struct heist_pool *pool = heist__aligned_alloc(CACHE_LINE, sizeof(*pool));
 	if (!pool)
 		return NULL;
 	memset(pool, 0, sizeof(*pool));
@@ -261,8 +261,8 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	pool->hook_ctx = cfg->hook_ctx;
 	if (pthread_mutex_init(&pool->idle_lock, NULL))
 		goto fail_lock;
-	pool->workers = aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * pool->slots_max);
-	pool->hazards = aligned_alloc(CACHE_LINE, sizeof(*pool->hazards) * pool->slots_max);
+	pool->workers = heist__aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * pool->slots_max);
+	pool->hazards = heist__aligned_alloc(CACHE_LINE, sizeof(*pool->hazards) * pool->slots_max);
 	if (!pool->workers || !pool->hazards)
 		goto fail;
 	memset(pool->workers, 0, sizeof(*pool->workers) * pool->slots_max);
@@ -293,13 +293,10 @@ fail_lock:
 	return NULL;
 }
 
-HEIST_EXPORT int
-heist_pool_create(heist_pool **out, const struct heist_config *cfg)
+static int
+create(heist_pool **out, const struct heist_config *cfg)
 {
 	static const struct heist_config defaults;
-	if (!out)
-		return EINVAL;
-	*out = NULL;
 	struct heist_config with_env = cfg ? *cfg : defaults;
 	struct env_files files;
 	int err = heist__env_apply(&with_env, &files);
@@ -344,11 +341,23 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 	return 0;
 }
 
-HEIST_EXPORT void
-heist_pool_destroy(heist_pool *pool)
+HEIST_EXPORT int
+heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 {
-	if (!pool)
-		return;
+	if (!out)
+		return EINVAL;
+	*out = NULL;
+	/* hwloc, sysconf, pthread_create and the environment's parsing may all set
+	 * errno; heist_pool_create keeps the caller's (heist.h). */
+	int saved = errno;
+	int err = create(out, cfg);
+	errno = saved;
+	return err;
+}
+
+static void
+destroy(heist_pool *pool)
+{
 	struct worker *self = heist__current();
 	if (self && self->pool == pool) {
 		fputs("heist: heist_pool_destroy called from a task of the same pool; "
@@ -363,6 +372,16 @@ heist_pool_destroy(heist_pool *pool)
 	heist__pool_drain(pool);
 	wait_unwalked(pool);
 	teardown(pool, pool->n);
+}
+
+HEIST_EXPORT void
+heist_pool_destroy(heist_pool *pool)
+{
+	if (!pool)
+		return;
+	int saved = errno;	/* joins, the report's files, hwloc's teardown */
+	destroy(pool);
+	errno = saved;
 }
 
 HEIST_EXPORT unsigned

@@ -111,7 +111,7 @@ heist__profile_capacity(size_t wanted)
 struct profile *
 heist__profile_new(size_t samples)
 {
-	struct profile *p = malloc(sizeof(*p) + samples * sizeof(p->samples[0]));
+	struct profile *p = heist__malloc(sizeof(*p) + samples * sizeof(p->samples[0]));
 	if (p) {
 		p->cap = samples;
 		profile_clear(p);
@@ -225,7 +225,7 @@ merge(heist_pool *pool, unsigned first, unsigned last, int path, struct merged *
 	memset(m, 0, sizeof(*m));
 	for (int k = 0; k < KINDS; k++) {
 		m->min[k] = UINT64_MAX;
-		if (!(m->hist[k] = calloc(BUCKETS, sizeof(uint64_t)))) {
+		if (!(m->hist[k] = heist__calloc(BUCKETS, sizeof(uint64_t)))) {
 			merged_free(m);
 			return ENOMEM;
 		}
@@ -278,7 +278,7 @@ sorted_latencies(heist_pool *pool, unsigned first, unsigned last, int path, int 
 {
 	if ((path == ALL_PATHS && m->dropped) || !m->count[kind])
 		return NULL;
-	uint64_t *v = malloc(m->count[kind] * sizeof(*v));
+	uint64_t *v = heist__malloc(m->count[kind] * sizeof(*v));
 	if (!v)
 		return NULL;
 	size_t n = 0;

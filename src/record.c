@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "internal.h"
+
 enum { SLAB_RECORDS = 256 };
 
 /* Under AddressSanitizer a free record's body is poisoned, so that a job used after its
@@ -129,7 +131,7 @@ cache_get(void)
 	pthread_once(&cache_key_once, make_key);
 	if (!cache_key_made)
 		return NULL;
-	c = calloc(1, sizeof(*c));
+	c = heist__calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	atomic_init(&c->remote, NULL);
@@ -154,7 +156,7 @@ heist__record_alloc(void)
 		r = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
 	}
 	if (!r) {
-		struct slab *slab = malloc(sizeof(*slab));
+		struct slab *slab = heist__malloc(sizeof(*slab));
 		if (!slab)
 			return NULL;
 		slab->next = c->slabs;

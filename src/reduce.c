@@ -117,7 +117,7 @@ heist__reduce_half(void *p)
 static void *
 half_acc(struct half *h)
 {
-	return h->red->size <= INLINE_ACC ? (void *)h->small : malloc(h->red->size);
+	return h->red->size <= INLINE_ACC ? (void *)h->small : heist__malloc(h->red->size);
 }
 
 static void
@@ -259,7 +259,7 @@ reduce(heist_pool *pool, size_t begin, size_t end, size_t grain, void *result, s
 								 AUTO_CHUNKS_PER_WORKER);
 	/* The result is written only when everything went well. */
 	alignas(max_align_t) unsigned char small[INLINE_ACC];
-	void *acc = size <= INLINE_ACC ? (void *)small : malloc(size);
+	void *acc = size <= INLINE_ACC ? (void *)small : heist__malloc(size);
 	if (!acc)
 		return ENOMEM;
 	set_identity(&red, acc);

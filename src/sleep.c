@@ -19,8 +19,8 @@ enum { AWAKE = 0, SLEEPING = 1 };
 int
 heist__sleep_init(struct sleep *s, unsigned n)
 {
-	s->idle = calloc(n, sizeof(*s->idle));
-	s->sleepers = aligned_alloc(CACHE_LINE, sizeof(*s->sleepers) * n);
+	s->idle = heist__calloc(n, sizeof(*s->idle));
+	s->sleepers = heist__aligned_alloc(CACHE_LINE, sizeof(*s->sleepers) * n);
 	if (!s->idle || !s->sleepers) {
 		free(s->idle);
 		free(s->sleepers);

@@ -42,7 +42,7 @@ heist__spares_init(struct spares *s, unsigned max, const char *name)
 	s->exhausted = 0;
 	s->warned = false;
 	s->name = name;
-	if (!(s->slot = calloc(max ? max : 1, sizeof(*s->slot))))
+	if (!(s->slot = heist__calloc(max ? max : 1, sizeof(*s->slot))))
 		return ENOMEM;
 	for (unsigned k = 0; k < max; k++)
 		atomic_init(&s->slot[k].word, SPARE_WAITING);
@@ -196,6 +196,7 @@ launch(struct heist_pool *pool, struct launch l)
 	if (l.join_old)
 		pthread_join(l.old, NULL);	/* it set EXITED just before it returned */
 	pthread_attr_t attr;
+	int saved = errno;	/* the waiter's, whom pthread_create must not change */
 	int err = pthread_attr_init(&attr);
 	if (!err) {
 		err = pthread_attr_setstacksize(&attr, pool->stack_size);
@@ -204,6 +205,7 @@ launch(struct heist_pool *pool, struct launch l)
 					     spare_worker(pool, (unsigned)l.k));
 		pthread_attr_destroy(&attr);
 	}
+	errno = saved;
 	pthread_mutex_lock(&s->lock);
 	if (err) {
 		atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);

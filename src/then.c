@@ -271,7 +271,7 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 			return EINVAL;
 	struct heist_future *w = heist__job_new(NULL, NULL, true);
 	struct all *a = n <= (SIZE_MAX - sizeof(*a)) / sizeof(a->in[0])
-				? malloc(sizeof(*a) + n * sizeof(a->in[0]))
+				? heist__malloc(sizeof(*a) + n * sizeof(a->in[0]))
 				: NULL;
 	if (!w || !a) {
 		free(a);

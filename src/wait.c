@@ -364,8 +364,8 @@ hold(void *ctx, struct heist_future *d)
 	struct walk *k = ctx;
 	if (k->n == k->cap) {
 		size_t cap = k->cap * 2;
-		struct heist_future **h = k->held == k->inline_held ? malloc(cap * sizeof(*h))
-								    : realloc(k->held, cap * sizeof(*h));
+		struct heist_future **h = k->held == k->inline_held ? heist__malloc(cap * sizeof(*h))
+								    : heist__realloc(k->held, cap * sizeof(*h));
 		if (!h)
 			return;
 		if (k->held == k->inline_held)

@@ -7,7 +7,10 @@
  * Conventions: a function that can fail returns int, 0 on success or a positive errno
  * value (EINVAL, ENOMEM, EAGAIN, ECANCELED, ESHUTDOWN); constructors fill an
  * out-parameter and set it to NULL on failure; destructors accept NULL. A NULL config
- * means defaults, and a zero field in a config means that field's default.
+ * means defaults, and a zero field in a config means that field's default. No call
+ * changes errno, whether it succeeds or fails (what the library's own system calls
+ * and allocations set is put back), so a caller may keep an errno across heist calls.
+ * A task's own writes to errno are the task's: they happen on the thread that ran it.
  * The header compiles as C11 and as C++.
  */
 #ifndef HEIST_HEIST_H
