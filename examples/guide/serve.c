@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* serve.c - a request-serving pool: every request is a task with a future; the server
  * waits for each answer at most 50 ms and cancels the ones that are late. */
+#define _POSIX_C_SOURCE 200809L	/* clock_gettime with -std=c11 */
 #include <heist/heist.h>
 #include <errno.h>
 #include <stdint.h>
