@@ -450,9 +450,13 @@ HEIST_EXPORT int heist_submit_cancellable(heist_pool *pool, heist_cancel *c, hei
 HEIST_EXPORT bool heist_cancelled(void);
 
 /* ---------------------------------------------------------------------------------- */
-/* Task groups (a scope, as oneTBB's task_group)                                      */
+/* Task groups: submitted jobs waited for as a whole (oneTBB's task_group)             */
 
-/** A set of tasks waited for as a whole. Opaque. */
+/** A set of submitted tasks waited for as a whole, as oneTBB's task_group: any number,
+ * from any thread, each queued as heist_submit's are. Opaque. Not the C++
+ * heist::task_group of heist.hpp, which is a fork-join scope of at most N spawned
+ * children in the caller's frame (heist_spawn/heist_sync); heist.hpp has no wrapper
+ * of this one yet (docs/cxx.md, "Two kinds of group"). */
 typedef struct heist_group heist_group;
 
 /**

@@ -1087,7 +1087,9 @@ join(A &&a, B &&b) -> detail::join_result<std::invoke_result_t<A>, std::invoke_r
 }
 
 /**
- * Fork-join spawning in a scope, with zero heap allocation: up to N children at once,
+ * A fork-join scope (not oneTBB's task_group, whose dynamic use, any number of
+ * submitted jobs waited for together, is heist_group_* in C): spawning in a scope,
+ * with zero heap allocation: up to N children at once,
  * each callable moved into one of the group's slots of Bytes bytes (a static_assert
  * says when one does not fit: capture by reference, or use std::ref), with a
  * heist_task record beside it, all in the caller's frame. spawn() pushes the child
