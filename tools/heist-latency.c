@@ -18,20 +18,44 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "w8.h"		/* bench/w8.h: W8_DEPTH, W8_PAYLOAD */
 
-/* Where --help sends the reader: the installed guide, or the source tree's. */
+/* Where --help sends the reader: the installed guide if it is there; else, for a tool
+ * run from its build directory (build/tools/heist-latency, the build a child of the
+ * source tree), the source tree's, found from /proc/self/exe; else a description. */
+static const char *
+profiler_guide(void)
+{
 #ifdef HEIST_DOCDIR
-#define PROFILER_GUIDE HEIST_DOCDIR "/profiler.md"
-#else
-#define PROFILER_GUIDE "docs/profiler.md in heist's source tree"
+	if (access(HEIST_DOCDIR "/profiler.md", R_OK) == 0)
+		return HEIST_DOCDIR "/profiler.md";
 #endif
+	static char path[PATH_MAX + 32];
+	char *exe = realpath("/proc/self/exe", NULL);
+	if (exe) {
+		char *slash = exe;
+		for (int up = 0; up < 3 && slash; up++) {	/* tools/, build/, the root */
+			slash = strrchr(exe, '/');
+			if (slash)
+				*slash = '\0';
+		}
+		if (slash && snprintf(path, sizeof(path), "%s/docs/profiler.md", exe) <
+				     (int)sizeof(path) && access(path, R_OK) == 0) {
+			free(exe);
+			return path;
+		}
+		free(exe);
+	}
+	return "docs/profiler.md in heist's source tree";
+}
 
 const char *const workload_names[3] = {"fork-join", "submit", "for-each"};
 const char *const pin_names[3] = {"none", "core", "pu"};
@@ -128,7 +152,7 @@ usage(FILE *f)
 "\n"
 "Exit status: 0 on success, 1 on a library or I/O error, 2 on bad options, 130 when\n"
 "Ctrl-C stopped the run (the report is printed).\n"
-"See heist-latency(1) and the profiler guide, " PROFILER_GUIDE ".\n");
+"See heist-latency(1) and the profiler guide, %s.\n", profiler_guide());
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -398,6 +422,12 @@ fmt_time(char *buf, size_t size, double ns)
 		snprintf(buf, size, "%.2f s", ns / 1e9);
 }
 
+const char *
+plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 void
 describe_workload(char *buf, size_t size, const struct options *o)
 {
@@ -412,7 +442,7 @@ describe_workload(char *buf, size_t size, const struct options *o)
 			fmt_count(a, sizeof(a), (uint64_t)llround(o->rate));
 			snprintf(buf, size, "submit at %s/s for %g s", a, o->duration);
 		} else {
-			snprintf(buf, size, "submit %s tasks", a);
+			snprintf(buf, size, "submit %s task%s", a, plural(o->tasks));
 		}
 		break;
 	case FOR_EACH:

@@ -516,8 +516,8 @@ print_paths(const struct result *res)
 		fmt_time(p50, sizeof(p50), s->p50_ns);
 		fmt_time(p99, sizeof(p99), s->p99_ns);
 		fmt_time(p999, sizeof(p999), s->p999_ns);
-		printf("steal latency (published -> started, %s stolen tasks): P50 %s, P99 %s, "
-		       "P99.9 %s\n", a, p50, p99, p999);
+		printf("steal latency (published -> started, %s stolen task%s): P50 %s, P99 %s, "
+		       "P99.9 %s\n", a, plural(s->count), p50, p99, p999);
 	} else {
 		printf("steal latency: no task was stolen\n");
 	}
@@ -534,8 +534,9 @@ print_header(const struct run *r, const struct result *res)
 	switch (o->workload) {
 	case FORK_JOIN:
 		fmt_count(a, sizeof(a), r->expected);
-		printf("workload: fork-join (W8), binary tree of depth %u: %s tasks, payload "
-		       "%" PRIu64 " iterations per task\n", o->depth, a, o->payload);
+		printf("workload: fork-join (W8), binary tree of depth %u: %s task%s, payload "
+		       "%" PRIu64 " iteration%s per task\n", o->depth, a, plural(r->expected),
+		       o->payload, plural(o->payload));
 		break;
 	case SUBMIT:
 		fmt_count(a, sizeof(a), r->expected);
@@ -557,7 +558,8 @@ print_header(const struct run *r, const struct result *res)
 		       " iterations per element\n", a, b, o->payload);
 		break;
 	}
-	printf("pool:     %u workers, pin %s", res->stats.workers, pin_names[o->pin]);
+	printf("pool:     %u worker%s, pin %s", res->stats.workers, plural(res->stats.workers),
+	       pin_names[o->pin]);
 	if (res->stats.bind_failures)
 		printf(" (%u could not be bound)", res->stats.bind_failures);
 	if (o->injector_limit)
@@ -664,9 +666,10 @@ print_table(const struct run *r, const struct result *res)
 			 s->injector_pops, s->sleeps, s->wakes};
 	for (int i = 0; i < 7; i++)
 		fmt_count(n[i], sizeof(n[i]), v[i]);
-	printf("pool statistics: %s tasks executed, %s spawned, %s stolen, %s steal "
-	       "attempts,\n                 %s injector pops, %s sleeps, %s wakes\n",
-	       n[0], n[1], n[2], n[3], n[4], n[5], n[6]);
+	printf("pool statistics: %s task%s executed, %s spawned, %s stolen, %s steal "
+	       "attempt%s,\n                 %s injector pop%s, %s sleep%s, %s wake%s\n",
+	       n[0], plural(v[0]), n[1], n[2], n[3], plural(v[3]), n[4], plural(v[4]), n[5],
+	       plural(v[5]), n[6], plural(v[6]));
 	fmt_time(a, sizeof(a), (double)r->wall_ns);
 	fmt_count(b, sizeof(b), (uint64_t)llround((double)res->rep.end_to_end.count * 1e9 /
 						 (double)(r->wall_ns ? r->wall_ns : 1)));

@@ -109,6 +109,7 @@ struct run {
 /* Messages (heist-latency.c). */
 _Noreturn void die_err(const char *what, int err);
 void fmt_count(char *buf, size_t size, uint64_t v);
+const char *plural(uint64_t n);	/* "s", or "" for 1: "%s task%s", a, plural(n) */
 void fmt_time(char *buf, size_t size, double ns);
 void describe_workload(char *buf, size_t size, const struct options *o);
 uint64_t now_ns(void);
