@@ -731,7 +731,16 @@ json_open(FILE *f, const struct run *r)
 	json_dist(f, "due_to_started", &op->start, 1.0);
 	fprintf(f, ",\n    ");
 	json_dist(f, "due_to_finished", &op->end, 1.0);
-	fprintf(f, "},\n");
+	/* The whole distributions, at HdrHistogram's ticks, for plot-latency: the latency
+	 * an open loop exists for is the one from the due time. */
+	double q[MAX_TICKS];
+	size_t n = make_ticks(op->start.n ? op->start.n : 1, q);
+	fprintf(f, ",\n    \"due_percentiles\": [");
+	for (size_t i = 0; op->start.n && i < n; i++)
+		fprintf(f, "%s\n      {\"p\": %.15g, \"due_to_started_ns\": %" PRIu64
+			", \"due_to_finished_ns\": %" PRIu64 "}", i ? "," : "", q[i],
+			dist_at(&op->start, q[i]), dist_at(&op->end, q[i]));
+	fprintf(f, "]},\n");
 }
 
 static void

@@ -290,6 +290,17 @@ def open_loop_meets_a_modest_rate():
             check(o[kind]["count"] == 1000 and v == sorted(v), f"open_loop.{kind}")
         check(o["due_to_submitted"]["p50_ns"] <= o["due_to_started"]["p50_ns"] <=
               o["due_to_finished"]["p50_ns"], "due -> submitted/started/finished order")
+        # the whole distributions, for plot-latency: the summaries' values at their ticks
+        pts = o["due_percentiles"]
+        check(len(pts) > 5 and pts[-1]["p"] == 1.0, "due_percentiles incomplete")
+        for key in ["due_to_started_ns", "due_to_finished_ns"]:
+            vals = [p[key] for p in pts]
+            check(vals == sorted(vals), f"due_percentiles.{key} not monotonic")
+        at = {p["p"]: p for p in pts}
+        check(0.5 in at and abs(at[0.5]["due_to_started_ns"] -
+                                 o["due_to_started"]["p50_ns"]) < 1, "due P50 differs")
+        check(abs(pts[-1]["due_to_finished_ns"] - o["due_to_finished"]["max_ns"]) < 1,
+              "due max differs")
         for infix in ["due-started", "due-finished", "dispatch-injector"]:
             f = os.path.join(d, f"lat.{infix}.hgrm")
             check(os.path.exists(f), f"{f} not written")
@@ -436,6 +447,14 @@ def plot():
             return
         check(p.returncode == 0, f"plot-latency exit {p.returncode}: {p.stderr}")
         check(open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG")
+        # an open loop, alone (plotted from the due times) and beside a closed one
+        c = os.path.join(d, "c.json")
+        open(c, "w").write(run("--json", "--workload", "submit", "--rate", "2000",
+                               "--duration", "0.2").stdout)
+        for args in [[c], [c, a]]:
+            p = subprocess.run([sys.executable, PLOT, *args, "-o", png],
+                               capture_output=True, text=True, timeout=120)
+            check(p.returncode == 0, f"plot-latency {args}: exit {p.returncode}: {p.stderr}")
 
 
 @test
