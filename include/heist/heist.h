@@ -12,6 +12,31 @@
  * and allocations set is put back), so a caller may keep an errno across heist calls.
  * A task's own writes to errno are the task's: they happen on the thread that ran it.
  * The header compiles as C11 and as C++.
+ *
+ * Threads. Every function may be called from any thread, at the same time as any
+ * other, on the same objects, with three exceptions, each stated where it is
+ * declared: an object may not be used after its destroy or release (heist_pool_destroy,
+ * heist_future_release, heist_cancel_release, heist_group_destroy), and its destroy or
+ * release must not race with another call on it; heist_spawn and heist_sync belong to
+ * the thread (and the stack frame) that spawned; heist_profile_report and its kin read
+ * a pool's profile while none of its tasks run (heist/profile.h). Waiting calls
+ * (heist_future_wait, heist_group_wait, heist_for_each, heist_run, heist_sync,
+ * heist_pool_wait_idle, heist_pool_destroy) never block a worker: on one of the pool's
+ * threads they run other tasks meanwhile. Each call that waits for a task makes that
+ * task's writes visible to the caller when it returns.
+ *
+ * Results and errors. Where a function runs the caller's task and returns its int
+ * (heist_future_wait, heist_sync, heist_join, heist_run, heist_for_each, heist_reduce,
+ * heist_group_wait), one int carries both: 0, the task's own nonzero value, or one of
+ * heist's errors (EINVAL, ENOMEM, ESHUTDOWN, ECANCELED, as each @returns lists). A task
+ * that wants its errors told apart from heist's returns values heist never returns
+ * (negative ones, say), or keeps its result in its argument and returns 0.
+ *
+ * Memory. Job records (futures, submitted tasks) come from a cache of the thread that
+ * submits: a thread keeps as many as it ever had in flight at once (about 144 bytes
+ * each, so up to 140 MB for a burst of a million submits that all wait at once),
+ * reuses them for later submits, and gives them back when it exits, not before: the
+ * cache has no high-water mark yet. Fork-join tasks (heist_spawn) use no heap memory.
  */
 #ifndef HEIST_HEIST_H
 #define HEIST_HEIST_H
@@ -46,6 +71,7 @@ HEIST_EXPORT const char *heist_version(void);
 /**
  * The same version as one number, MAJOR * 1000000 + MINOR * 1000 + PATCH (0.1.0 is
  * 1000), to compare with HEIST_VERSION_NUMBER. Any thread may call this.
+ * @returns The number; never fails.
  * @since 0.1
  */
 HEIST_EXPORT unsigned heist_version_number(void);
@@ -210,13 +236,18 @@ HEIST_EXPORT int heist_pool_create(heist_pool **out, const struct heist_config *
  */
 HEIST_EXPORT void heist_pool_destroy(heist_pool *pool);
 
-/** The number of workers, or 0 for a NULL pool. @since 0.1 */
+/**
+ * The number of workers.
+ * @returns The count, fixed at heist_pool_create; 0 for a NULL pool.
+ * @since 0.1
+ */
 HEIST_EXPORT unsigned heist_pool_size(const heist_pool *pool);
 
 /**
  * Tasks queued and not yet started: in the injector and in the workers' deques
  * (spawned fork-join tasks included). A snapshot: it may be stale by the time it
- * returns. 0 for a NULL pool.
+ * returns.
+ * @returns The count; 0 for a NULL pool.
  * @since 0.1
  */
 HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
@@ -244,6 +275,7 @@ HEIST_EXPORT int heist_pool_wait_idle(heist_pool *pool);
  * thread of an outside for_each (the guest slot), and on a spare thread standing in
  * for a parked worker (see heist_future_wait): code that indexes per-worker data by
  * it must handle -1 (or use heist_thread_index()).
+ * @returns The index, or -1; never fails.
  * @since 0.1
  */
 HEIST_EXPORT int heist_worker_index(void);
@@ -254,14 +286,15 @@ HEIST_EXPORT int heist_worker_index(void);
  * outside heist_for_each, and above for spare threads, below heist_pool_threads();
  * -1 on a thread that is none of these. Unique among the threads running the pool's
  * tasks at any moment, so it can index per-thread scratch data.
+ * @returns The index, or -1; never fails.
  * @since 0.1
  */
 HEIST_EXPORT int heist_thread_index(void);
 
 /**
  * The number of distinct heist_thread_index() values a pool's threads can have:
- * its workers, its guest slot and its spare slots (heist_config.max_spares). 0 for
- * NULL.
+ * its workers, its guest slot and its spare slots (heist_config.max_spares).
+ * @returns heist_pool_size + 1 + the spare slots; 0 for a NULL pool.
  * @since 0.1
  */
 HEIST_EXPORT unsigned heist_pool_threads(const heist_pool *pool);
@@ -381,7 +414,8 @@ HEIST_EXPORT int heist_when_all(heist_pool *pool, heist_future *const *fs, size_
 
 /**
  * Whether the task has finished or was cancelled; never blocks. When it returns true,
- * the task's writes are visible to the caller. false for NULL.
+ * the task's writes are visible to the caller.
+ * @returns true once the task finished or was cancelled; false before, and for NULL.
  * @since 0.1
  */
 HEIST_EXPORT bool heist_future_done(const heist_future *f);
@@ -423,7 +457,11 @@ HEIST_EXPORT int heist_cancel_create(heist_cancel **out);
  */
 HEIST_EXPORT void heist_cancel_request(heist_cancel *c);
 
-/** Whether heist_cancel_request was called. false for NULL. @since 0.1 */
+/**
+ * Whether heist_cancel_request was called on the token. Any thread.
+ * @returns true once it was; false before, and for NULL.
+ * @since 0.1
+ */
 HEIST_EXPORT bool heist_cancel_requested(const heist_cancel *c);
 
 /**
@@ -445,6 +483,8 @@ HEIST_EXPORT int heist_submit_cancellable(heist_pool *pool, heist_cancel *c, hei
 /**
  * Inside a submitted task: whether its future or its token was cancelled. false
  * elsewhere (also inside fork-join children that another worker stole).
+ * @returns true once the running task's future or token is cancelled; false when it
+ *          is not, or outside a submitted task.
  * @since 0.1
  */
 HEIST_EXPORT bool heist_cancelled(void);
@@ -666,6 +706,9 @@ HEIST_EXPORT void heist_spawn(heist_task *t, heist_fn fn, void *arg);
  * the same spawn.
  * In release builds a second sync of a task that had been stolen returns its result
  * again, and one of a task that ran inline is undefined (it may wait forever).
+ * @returns fn's own return value, whatever it is: heist_sync adds no error of its own,
+ *          so a task that returns an errno value delivers it unchanged (see
+ *          "Results and errors" at the top of this file).
  * @since 0.1
  */
 HEIST_EXPORT int heist_sync(heist_task *t);
