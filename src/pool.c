@@ -372,6 +372,7 @@ destroy(heist_pool *pool)
 	heist__pool_drain(pool);
 	wait_unwalked(pool);
 	teardown(pool, pool->n);
+	heist__record_trim();	/* the records the caller submitted with (record.h) */
 }
 
 HEIST_EXPORT void

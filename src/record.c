@@ -4,9 +4,12 @@
  * Treiber stack that the owner empties with one exchange, so there is no ABA). When
  * the owner exits, the stack is sealed with ORPHANED: records that come back later
  * only count down, and the last one frees the cache. Records are carved from slabs of
- * SLAB_RECORDS, so even a thread whose tasks in flight reach a new high calls malloc
- * once per SLAB_RECORDS of them. Unbounded by design: a cache keeps as many records
- * as its thread ever had in flight, and gives them back at thread exit. */
+ * SLAB_BYTES, aligned to their size so that a record's slab is its address rounded
+ * down, so even a thread whose tasks in flight reach a new high calls malloc once per
+ * SLAB_RECORDS of them. The high-water mark: heist__record_trim, on the owner at a
+ * quiet moment (after a burst drained: heist_pool_wait_idle, heist_pool_destroy, a
+ * worker going to sleep), frees every slab whose records are all home but KEEP_SLABS;
+ * the rest goes at thread exit. Nothing on the alloc and free paths counts for it. */
 #include "record.h"
 
 #include <pthread.h>
@@ -19,7 +22,10 @@
 
 #include "internal.h"
 
-enum { SLAB_RECORDS = 256 };
+enum {
+	SLAB_BYTES = 64 * 1024,	/* a power of two: slabs are aligned to it */
+	KEEP_SLABS = 2,		/* whole free slabs a trim keeps, for the next burst */
+};
 
 /* Under AddressSanitizer a free record's body is poisoned, so that a job used after its
  * record was freed is reported where it happens, and a record freed twice is caught
@@ -52,8 +58,25 @@ struct record {
 
 struct slab {
 	struct slab *next;
-	struct record rec[SLAB_RECORDS];
+	long home;		/* heist__record_trim's count of its records at home */
+	struct record rec[];	/* SLAB_RECORDS */
 };
+
+#define SLAB_RECORDS ((SLAB_BYTES - sizeof(struct slab)) / sizeof(struct record))
+
+static struct slab *
+slab_of(struct record *r)
+{
+	return (struct slab *)((uintptr_t)r & ~(uintptr_t)(SLAB_BYTES - 1));
+}
+
+static void
+slab_free(struct slab *slab)
+{
+	for (size_t i = 0; i < SLAB_RECORDS; i++)
+		UNPOISON(&slab->rec[i]);
+	free(slab);
+}
 
 #define ORPHANED ((struct record *)1)
 
@@ -90,9 +113,7 @@ cache_release(struct cache *c, long n)
 		return;
 	while (c->slabs) {
 		struct slab *next = c->slabs->next;
-		for (int i = 0; i < SLAB_RECORDS; i++)
-			UNPOISON(&c->slabs->rec[i]);
-		free(c->slabs);
+		slab_free(c->slabs);
 		c->slabs = next;
 	}
 	free(c);
@@ -156,13 +177,13 @@ heist__record_alloc(void)
 		r = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
 	}
 	if (!r) {
-		struct slab *slab = heist__malloc(sizeof(*slab));
+		struct slab *slab = heist__aligned_alloc(SLAB_BYTES, SLAB_BYTES);
 		if (!slab)
 			return NULL;
 		slab->next = c->slabs;
 		c->slabs = slab;
-		c->total += SLAB_RECORDS;
-		for (int i = SLAB_RECORDS; i-- > 0;) {
+		c->total += (long)SLAB_RECORDS;
+		for (size_t i = SLAB_RECORDS; i-- > 0;) {
 			slab->rec[i].home = c;
 			slab->rec[i].next = r;
 			r = &slab->rec[i];
@@ -208,5 +229,62 @@ heist__record_free(void *p)
 							  memory_order_release,
 							  memory_order_relaxed))
 			return;
+	}
+}
+
+/* Which slabs a trim frees: those whose every record is on the free lists, but the
+ * first KEEP_SLABS of them. Marked with home = -1. */
+static bool
+mark_free_slabs(struct cache *c)
+{
+	for (struct slab *s = c->slabs; s; s = s->next)
+		s->home = 0;
+	for (struct record *r = c->local; r; r = r->next)
+		slab_of(r)->home++;
+	unsigned kept = 0;
+	bool any = false;
+	for (struct slab *s = c->slabs; s; s = s->next) {
+		if (s->home == (long)SLAB_RECORDS && kept++ >= KEEP_SLABS) {
+			s->home = -1;
+			any = true;
+		}
+	}
+	return any;
+}
+
+void
+heist__record_trim(void)
+{
+	struct cache *c = my_cache;
+	if (!c || c->total <= (long)(KEEP_SLABS * SLAB_RECORDS))
+		return;
+	/* acquire: pairs with the release CAS in heist__record_free, so the records
+	 * freed elsewhere are ours to count and unlink. Only the owner (we) seals the
+	 * stack, at exit, so it is not ORPHANED here. */
+	struct record *r = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
+	if (r) {
+		struct record *tail = r;
+		while (tail->next)
+			tail = tail->next;
+		tail->next = c->local;
+		c->local = r;
+	}
+	if (!mark_free_slabs(c))
+		return;
+	for (struct record **p = &c->local; *p;) {
+		if (slab_of(*p)->home < 0)
+			*p = (*p)->next;
+		else
+			p = &(*p)->next;
+	}
+	for (struct slab **p = &c->slabs; *p;) {
+		struct slab *s = *p;
+		if (s->home < 0) {
+			*p = s->next;
+			c->total -= (long)SLAB_RECORDS;
+			slab_free(s);
+		} else {
+			p = &s->next;
+		}
 	}
 }

@@ -2,7 +2,8 @@
 /* record.h - per-thread caches of job records (future.h), so that a submit does not
  * call malloc in steady state. A record goes back to the cache of the thread that
  * allocated it, wherever it is freed; a thread's cache lives until its thread exits
- * and its last record comes home. */
+ * and its last record comes home, and heist__record_trim gives back what a burst left
+ * beyond a small reserve. */
 #ifndef HEIST_RECORD_H
 #define HEIST_RECORD_H
 
@@ -12,5 +13,9 @@ enum { RECORD_BYTES = 128 };
 void *heist__record_alloc(void);
 /* Any thread. */
 void heist__record_free(void *p);
+/* On the calling thread's cache, after a burst: take the records freed elsewhere home
+ * and free every slab whose records are all home, but a reserve of two (128 KiB).
+ * O(records at home + slabs): for quiet moments, not for the submit path. */
+void heist__record_trim(void);
 
 #endif

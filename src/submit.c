@@ -198,6 +198,7 @@ heist_pool_wait_idle(heist_pool *pool)
 	pthread_mutex_unlock(&pool->idle_lock);
 	wait_drained(pool, false, e);
 	atomic_fetch_sub_explicit(&pool->idle_waiters, 1, memory_order_relaxed);
+	heist__record_trim();	/* a burst drained: give back its records (record.h) */
 	return 0;
 }
 

@@ -229,3 +229,33 @@ capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
 	out[n > 0 ? n : 0] = '\0';
 	close(fd);
 }
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HEAP_FROM_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HEAP_FROM_SANITIZER 1
+#endif
+#endif
+#ifdef HEAP_FROM_SANITIZER
+#include <sanitizer/allocator_interface.h>
+size_t
+heap_in_use(void)
+{
+	return __sanitizer_get_current_allocated_bytes();
+}
+#elif defined(__GLIBC__)
+#include <malloc.h>
+size_t
+heap_in_use(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	return m.uordblks + m.hblkhd;
+}
+#else
+size_t
+heap_in_use(void)
+{
+	return 0;
+}
+#endif

@@ -136,6 +136,10 @@ void ids_expect(size_t begin, size_t end, unsigned runs);
 void ids_free(void);
 int id_task(void *arg);
 
+/* Bytes the process's allocator has handed out and not had back (glibc's mallinfo2,
+ * or the sanitizer's allocator); 0 where neither is there (tests then skip). */
+size_t heap_in_use(void);
+
 /* ---------------------------------------------------------------------------------- */
 /* Output                                                                             */
 

@@ -255,6 +255,56 @@ records_freed_while_their_thread_exits_leak_nothing(void **state)
 	}
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* The high-water mark                                                                */
+
+static void *
+free_half_main(void *arg)
+{
+	struct batch *b = arg;
+	for (size_t i = 0; i < b->n; i += 2)
+		heist__record_free(b->r[i]);
+	return NULL;
+}
+
+/* A burst of records, freed half here and half on another thread, is given back by a
+ * trim but for a reserve of a few slabs; the cache still works after it. */
+static void
+trim_gives_back_what_a_burst_left(void **state)
+{
+	enum { BURST = 20000, SLAB = 64 * 1024, SLACK = 4 * SLAB };
+	(void)state;
+	heist__record_trim();
+	size_t before = heap_in_use();
+	if (!before)
+		skip();	/* no allocator statistics here */
+	void **r = calloc(BURST, sizeof *r);
+	assert_non_null(r);
+	for (size_t i = 0; i < BURST; i++)
+		assert_non_null(r[i] = heist__record_alloc());
+	size_t full = heap_in_use();
+	assert_true(full >= before + (size_t)BURST * RECORD_BYTES);
+	struct batch b = {r, BURST};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, free_half_main, &b), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (size_t i = 1; i < BURST; i += 2)
+		heist__record_free(r[i]);
+	size_t home = heap_in_use();
+	assert_true(home >= before + (size_t)BURST * RECORD_BYTES);	/* kept until trim */
+	heist__record_trim();
+	size_t after = heap_in_use();
+	if (after > before + SLACK)
+		print_error("before %zu, full %zu, after trim %zu bytes\n", before, full, after);
+	assert_true(after <= before + SLACK);
+	for (size_t i = 0; i < BURST; i++)
+		assert_non_null(r[i] = heist__record_alloc());
+	for (size_t i = 0; i < BURST; i++)
+		heist__record_free(r[i]);
+	heist__record_trim();
+	free(r);
+}
+
 int
 main(void)
 {
@@ -264,6 +314,7 @@ main(void)
 		cmocka_unit_test(records_freed_on_another_thread_go_back_to_their_home_cache),
 		cmocka_unit_test(a_thread_that_exits_with_records_out_leaks_nothing),
 		cmocka_unit_test(records_freed_while_their_thread_exits_leak_nothing),
+		cmocka_unit_test(trim_gives_back_what_a_burst_left),
 	};
 	return RUN_TESTS(tests);
 }

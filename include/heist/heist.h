@@ -32,11 +32,15 @@
  * that wants its errors told apart from heist's returns values heist never returns
  * (negative ones, say), or keeps its result in its argument and returns 0.
  *
- * Memory. Job records (futures, submitted tasks) come from a cache of the thread that
- * submits: a thread keeps as many as it ever had in flight at once (about 144 bytes
- * each, so up to 140 MB for a burst of a million submits that all wait at once),
- * reuses them for later submits, and gives them back when it exits, not before: the
- * cache has no high-water mark yet. Fork-join tasks (heist_spawn) use no heap memory.
+ * Memory. Job records (futures, submitted tasks; about 144 bytes each) come from a
+ * cache of the thread that submits, so that a submit calls no malloc in steady state.
+ * A cache grows to what its thread has in flight at once, and is cut back to a reserve
+ * of 128 KiB (the slabs of records all back home beyond two) after a burst drains: on
+ * the calling thread when heist_pool_wait_idle returns and when heist_pool_destroy
+ * does, and on a worker when it goes to sleep (for jobs submitted from tasks). The rest
+ * goes when the thread exits. A thread that submits a burst and never calls either
+ * keeps the burst's records until it does or exits, and reuses them meanwhile.
+ * Fork-join tasks (heist_spawn) use no heap memory.
  */
 #ifndef HEIST_HEIST_H
 #define HEIST_HEIST_H
