@@ -57,12 +57,16 @@ heist__backoff_long(unsigned round, unsigned patience)
 
 /* malloc and its kin, keeping errno. A failed allocation sets errno to ENOMEM, and
  * heist reports ENOMEM by its return values only: no public call changes errno
- * (heist.h). Only on allocation paths, which cost far more than two errno reads. */
+ * (heist.h). Only on allocation paths, which cost far more than two errno reads.
+ * clang takes malloc for a function that never writes errno and drops the store of
+ * the saved value as redundant; the empty asm that may write memory keeps it. */
+#define ERRNO_MAY_HAVE_CHANGED() __asm__ __volatile__("" ::: "memory")
 static inline void *
 heist__malloc(size_t size)
 {
 	int saved = errno;
 	void *p = malloc(size);
+	ERRNO_MAY_HAVE_CHANGED();
 	errno = saved;
 	return p;
 }
@@ -72,6 +76,7 @@ heist__calloc(size_t n, size_t size)
 {
 	int saved = errno;
 	void *p = calloc(n, size);
+	ERRNO_MAY_HAVE_CHANGED();
 	errno = saved;
 	return p;
 }
@@ -81,6 +86,7 @@ heist__aligned_alloc(size_t align, size_t size)
 {
 	int saved = errno;
 	void *p = aligned_alloc(align, size);
+	ERRNO_MAY_HAVE_CHANGED();
 	errno = saved;
 	return p;
 }
@@ -90,6 +96,7 @@ heist__realloc(void *old, size_t size)
 {
 	int saved = errno;
 	void *p = realloc(old, size);
+	ERRNO_MAY_HAVE_CHANGED();
 	errno = saved;
 	return p;
 }

@@ -238,7 +238,10 @@ capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
 #endif
 #endif
 #ifdef HEAP_FROM_SANITIZER
-#include <sanitizer/allocator_interface.h>
+/* In every sanitizer's runtime; gcc ships no header for it (allocator_interface.h is
+ * clang's). */
+size_t __sanitizer_get_current_allocated_bytes(void);
+
 size_t
 heap_in_use(void)
 {

@@ -315,6 +315,8 @@ static void
 profile_turns_the_profiler_on_and_writes_at_destroy(void **state)
 {
 	(void)state;
+	if (!HEIST_PROFILER)
+		skip();	/* profiler_compiled_out_ignores_the_variables instead */
 	struct profiled p = profiled(NULL);
 	assert_false(p.profiles);	/* unset: no profiler */
 	assert_int_equal(take_files(NULL, 0), 0);
@@ -346,6 +348,8 @@ static void
 profile_every_fills_a_sampling_left_at_zero(void **state)
 {
 	(void)state;
+	if (!HEIST_PROFILER)
+		skip();	/* profiler_compiled_out_ignores_the_variables instead */
 	set_in_dir("HEIST_PROFILE", "r.json");
 	setenv("HEIST_PROFILE_EVERY", "1", 1);
 	assert_int_equal(profiled(NULL).every, 1);
@@ -364,6 +368,8 @@ static void
 bad_profile_values_are_ignored_with_one_line(void **state)
 {
 	(void)state;
+	if (!HEIST_PROFILER)
+		skip();	/* profiler_compiled_out_ignores_the_variables instead */
 	static const char *const files[] = {"HEIST_PROFILE", "HEIST_TRACE"};
 	for (int i = 0; i < 2; i++) {
 		setenv(files[i], "", 1);
@@ -397,6 +403,8 @@ static void
 unwritable_report_says_one_line_and_keeps_errno(void **state)
 {
 	(void)state;
+	if (!HEIST_PROFILER)
+		skip();	/* profiler_compiled_out_ignores_the_variables instead */
 	setenv("HEIST_PROFILE", "/nonexistent-heist-dir/r.json", 1);
 	struct profiled p = profiled(NULL);
 	assert_true(p.profiles);
@@ -409,6 +417,8 @@ static void
 ignore_environment_writes_no_report(void **state)
 {
 	(void)state;
+	if (!HEIST_PROFILER)
+		skip();	/* profiler_compiled_out_ignores_the_variables instead */
 	set_in_dir("HEIST_PROFILE", "r.json");
 	set_in_dir("HEIST_TRACE", "t.json");
 	setenv("HEIST_PROFILE_EVERY", "x", 1);
@@ -416,6 +426,22 @@ ignore_environment_writes_no_report(void **state)
 	struct profiled p = profiled(&off);
 	assert_false(p.profiles);
 	assert_string_equal(p.said, "");
+	assert_int_equal(take_files(NULL, 0), 0);
+}
+
+/* -Dprofiler=false: HEIST_PROFILE and HEIST_TRACE are ignored with their line. */
+static void
+profiler_compiled_out_ignores_the_variables(void **state)
+{
+	(void)state;
+	if (HEIST_PROFILER)
+		skip();
+	set_in_dir("HEIST_PROFILE", "r.json");
+	struct profiled p = profiled(NULL);
+	assert_false(p.profiles);
+	assert_int_equal(lines(p.said), 1);
+	assert_non_null(strstr(p.said, "HEIST_PROFILE"));
+	assert_non_null(strstr(p.said, "-Dprofiler=true"));
 	assert_int_equal(take_files(NULL, 0), 0);
 }
 
@@ -442,6 +468,8 @@ main(void)
 						setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(ignore_environment_writes_no_report, setup_dir,
 						teardown_dir),
+		cmocka_unit_test_setup_teardown(profiler_compiled_out_ignores_the_variables,
+						setup_dir, teardown_dir),
 	};
 	return RUN_TESTS(tests);
 }
