@@ -2,10 +2,10 @@
 /* env.c - a pool's configuration from the environment, as OMP_NUM_THREADS sets an
  * OpenMP program's: HEIST_NUM_THREADS, HEIST_PIN, HEIST_MAX_SPARES, and the profile a
  * program writes without knowing it (HEIST_PROFILE, HEIST_PROFILE_EVERY, HEIST_TRACE;
- * report.c writes the files), read once per heist_pool_create. The one rule (heist.h, at heist_config): a field the program
- * sets wins; a variable fills only a field left at its default, and
- * heist_config.ignore_environment turns them all off. What is not understood is
- * ignored with one line on stderr, never taken half-read. */
+ * report.c writes the files), read once per heist_pool_create. The one rule (heist.h,
+ * at heist_config): a field the program sets wins; a variable fills only a field left
+ * at its default, and heist_config.ignore_environment turns them all off. What is not
+ * understood is ignored with one line on stderr, never taken half-read. */
 #include "env.h"
 
 #include <errno.h>
