@@ -70,6 +70,7 @@ calls_anywhere(heist_pool *pool)
 	heist_future *f = NULL, *g = NULL, *all = NULL;
 	KEEPS(heist_submit(pool, slow_task, NULL, &f));
 	KEEPS(heist_future_wait_for(f, 1000));		/* times out */
+	KEEPS(heist_future_wait_timeout(f, 1000));	/* ETIMEDOUT, returned only */
 	KEEPS(heist_future_done(f));
 	KEEPS(heist_future_then(f, ret_int, NULL, &g));
 	heist_future *both[] = {f, g};
@@ -139,6 +140,7 @@ calls_anywhere(heist_pool *pool)
 	KEEPS(heist_submit(NULL, ret_int, NULL, NULL));
 	KEEPS(heist_future_wait(NULL));
 	KEEPS(heist_future_wait_for(NULL, 1));
+	KEEPS(heist_future_wait_timeout(NULL, 1));
 	KEEPS(heist_for_each(pool, 2, 1, 0, body, NULL));
 	KEEPS(heist_group_create(NULL, &grp));
 	KEEPS(heist_cancel_create(NULL));

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* test-future.c - futures seen from the public API: a task's result or error, the same
- * on every wait; heist_future_wait_for and heist_future_done before and after the task
- * finished; a wait on a worker that runs other tasks instead of deadlocking (submits
- * from tasks, waited for on a one-worker pool). Cancelling through a future is tested
- * in test-cancel.c, futures that outlive their pool in test-pool.c, futures mixed with
- * spawns in test-fork.c. Rules and helpers: common.h.
+ * on every wait; heist_future_wait_for, heist_future_wait_timeout and heist_future_done
+ * before and after the task finished; a wait on a worker that runs other tasks instead
+ * of deadlocking (submits from tasks, waited for on a one-worker pool). Cancelling
+ * through a future is tested in test-cancel.c, futures that outlive their pool in
+ * test-pool.c, futures mixed with spawns in test-fork.c. Rules and helpers: common.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
@@ -60,6 +60,32 @@ wait_for_is_false_until_the_task_is_done(void **state)
 	assert_true(heist_future_done(f));
 	assert_int_equal(atomic_load(&h.left), 1);	/* its writes are visible */
 	assert_int_equal(heist_future_wait(f), 5);
+	heist_future_release(f);
+	heist_pool_destroy(pool);
+}
+
+/* The int-returning timed wait tells apart what the bool one cannot: NULL, a timeout,
+ * done; and a task whose own result is ETIMEDOUT is done, not timed out. */
+static void
+wait_timeout_tells_null_timeout_and_done_apart(void **state)
+{
+	heist_pool *pool = make_pool(1);
+	static struct hold h;	/* static: a failed test leaves tasks that use it */
+	heist_future *f = NULL;
+
+	(void)state;
+	assert_int_equal(heist_future_wait_timeout(NULL, 0), EINVAL);
+	assert_int_equal(heist_future_wait_timeout(NULL, LONG_WAIT_NS), EINVAL);
+	h = (struct hold){ .ret = ETIMEDOUT };
+	hold_worker(pool, &h, &f);
+	assert_int_equal(heist_future_wait_timeout(f, 0), ETIMEDOUT);
+	assert_int_equal(heist_future_wait_timeout(f, 2 * 1000 * 1000), ETIMEDOUT);
+	assert_false(heist_future_done(f));
+	atomic_store(&h.open, 1);
+	assert_int_equal(heist_future_wait_timeout(f, LONG_WAIT_NS), 0);
+	assert_int_equal(atomic_load(&h.left), 1);	/* its writes are visible */
+	assert_int_equal(heist_future_wait_timeout(f, 0), 0);
+	assert_int_equal(heist_future_wait(f), ETIMEDOUT);	/* the task's own result */
 	heist_future_release(f);
 	heist_pool_destroy(pool);
 }
@@ -121,6 +147,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(results_and_errors_are_delivered),
 		cmocka_unit_test(wait_for_is_false_until_the_task_is_done),
+		cmocka_unit_test(wait_timeout_tells_null_timeout_and_done_apart),
 		cmocka_unit_test(waiting_on_a_worker_helps_instead_of_deadlocking),
 	};
 	return RUN_TESTS(tests);

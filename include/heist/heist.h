@@ -45,6 +45,7 @@
 #ifndef HEIST_HEIST_H
 #define HEIST_HEIST_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -375,6 +376,24 @@ HEIST_EXPORT int heist_future_wait(heist_future *f);
  * @since 0.1
  */
 HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
+
+/**
+ * heist_future_wait_for with an int, so that a NULL future and a timeout differ: the
+ * same wait, the same deadline, the same rules on a worker.
+ * @returns 0 if the task is done (its result is heist_future_wait's, which then returns
+ *          at once); ETIMEDOUT if it is not done by the deadline (0 ns: not done now);
+ *          EINVAL if f is NULL. The task's own result never comes through here.
+ * It is inline over heist_future_wait_for, so it adds no symbol: a program that uses
+ * it runs with every 0.1.y library.
+ * @since 0.1.1
+ */
+static inline int
+heist_future_wait_timeout(heist_future *f, uint64_t timeout_ns)
+{
+	if (!f)
+		return EINVAL;
+	return heist_future_wait_for(f, timeout_ns) ? 0 : ETIMEDOUT;
+}
 
 /**
  * Run fn(arg) on f's pool once f is done, without any thread blocking meanwhile: the
