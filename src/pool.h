@@ -72,6 +72,15 @@ struct heist_pool {
 	 * live, which every submit changes. */
 	_Atomic uint32_t idle_waiters;
 
+	/* The idle searches' view of the load (worker.c, search_over): when work last
+	 * came to a pool whose workers were all idle, the running average of the time
+	 * between such arrivals, and whether idle searches are short. Written by a
+	 * worker that finds such work, at most once per arrival; relaxed: hints, a
+	 * lost update only blurs the average. */
+	CACHE_ALIGNED _Atomic uint64_t idle_arrival_ns;
+	_Atomic int64_t idle_gap_ns;
+	_Atomic bool light_load;
+
 	/* The guest slot is taken: CAS false -> true with acquire by the thread that
 	 * enters, store false with release when it leaves, so the next guest sees the
 	 * slot's deque as the last one left it. */

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "futex.h"
 
 enum { AWAKE = 0, SLEEPING = 1 };
@@ -32,8 +33,10 @@ heist__sleep_init(struct sleep *s, unsigned n)
 		free(s->sleepers);
 		return err;
 	}
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		atomic_init(&s->sleepers[i].word, AWAKE);
+		s->sleepers[i].woken_ns = 0;
+	}
 	atomic_init(&s->state, 0);
 	s->nidle = 0;
 	s->lent = -1;
@@ -183,12 +186,13 @@ heist__sleep_return(struct sleep *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-void
+uint64_t
 heist__sleep_wait(struct sleep *s, unsigned i)
 {
-	/* acquire: pairs with the waker's release store of AWAKE. */
+	/* acquire: pairs with the waker's release store of AWAKE, after woken_ns. */
 	while (atomic_load_explicit(&s->sleepers[i].word, memory_order_acquire) == SLEEPING)
 		heist__futex_wait(&s->sleepers[i].word, SLEEPING, 0);
+	return s->sleepers[i].woken_ns;
 }
 
 /* Under the lock: take one sleeper off the stack and make it a searcher. */
@@ -201,7 +205,8 @@ pop_sleeper(struct sleep *s)
 	/* seq_cst: it is a searcher from now on, so no other notifier wakes a second
 	 * worker for the same work. */
 	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER - ONE_SLEEPER, memory_order_seq_cst);
-	/* release: pairs with the acquire load in heist__sleep_wait. */
+	s->sleepers[j].woken_ns = heist__now_ns();
+	/* release: pairs with the acquire load in heist__sleep_wait (woken_ns too). */
 	atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
 	return (int)j;
 }
@@ -232,7 +237,8 @@ recall_lent(struct sleep *s)
 	s->owed = true;
 	/* seq_cst: a searcher from now on, as in pop_sleeper. */
 	atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
-	/* release: pairs with the acquire load in heist__sleep_wait. */
+	s->sleepers[j].woken_ns = heist__now_ns();
+	/* release: pairs with the acquire load in heist__sleep_wait (woken_ns too). */
 	atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
 	return j;
 }

@@ -25,6 +25,10 @@ struct sleeper {
 	/* SLEEPING while on the idle stack; a waker stores AWAKE (release) and then
 	 * calls futex wake. Its own line: only it and its waker touch it. */
 	CACHE_ALIGNED _Atomic uint32_t word;
+	/* When its last waker took it off the stack (heist__now_ns): how long work
+	 * took to come, for the search that follows (worker.c). Written before the
+	 * release store of AWAKE, read by the sleeper after its acquire load. */
+	uint64_t woken_ns;
 };
 
 struct sleep {
@@ -70,8 +74,9 @@ bool heist__sleep_stop_search(struct sleep *s);
  * (heist__sleep_lend), and the work is the guest's or the others'. */
 void heist__sleep_prepare(struct sleep *s, unsigned i);
 bool heist__sleep_cancel(struct sleep *s, unsigned i);
-/* Sleeps until woken; returns a searcher. */
-void heist__sleep_wait(struct sleep *s, unsigned i);
+/* Sleeps until woken; returns a searcher, and when its waker saw the work it was woken
+ * for (heist__now_ns): not when it woke, which would count the wake's own latency. */
+uint64_t heist__sleep_wait(struct sleep *s, unsigned i);
 
 /* Step (4): after a seq_cst write that made work available. */
 void heist__sleep_notify_slow(struct sleep *s);
@@ -91,6 +96,21 @@ static inline bool
 heist__sleep_has_idle(struct sleep *s)
 {
 	return atomic_load_explicit(&s->state, memory_order_relaxed) != 0;
+}
+
+/* Whether every one of the pool's `workers` searches or sleeps: no worker runs a task, so no task can
+ * spawn or submit, and new work can only come from outside the workers (a submit from
+ * another thread, an outside loop's guest), each arrival of which notifies (step (4)).
+ * A worker lent to the guest is neither searcher nor sleeper: the guest counts as
+ * busy in its place. Spares search too, so a spare's search may hide a busy worker:
+ * the answer is then "idle" a little early. relaxed: a hint for how long to search
+ * (worker.c), never part of the no-lost-wake-up argument: a stale look makes a search
+ * longer or shorter, and the way to sleep is the same either way. */
+static inline bool
+heist__sleep_all_idle(struct sleep *s, unsigned workers)
+{
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+	return (st >> 32) + (uint32_t)st >= workers;
 }
 
 /* Thread accounting (heist.h, heist_for_each): an outside caller that works in the

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cancel.h"
+#include "clock.h"
 #include <stddef.h>
 
 #include "futex.h"
@@ -267,7 +268,8 @@ work_visible(struct heist_pool *pool)
 	return found;
 }
 
-static void
+/* Sleeps until woken; returns when its waker saw work (sleep.h). */
+static uint64_t
 sleep_until_woken(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
@@ -275,8 +277,9 @@ sleep_until_woken(struct worker *w)
 	/* Idle: what a burst of jobs submitted from tasks left in this worker's record
 	 * cache goes back (record.h). A wake meanwhile finds the word AWAKE at once. */
 	heist__record_trim();
-	heist__sleep_wait(&pool->sleep, w->index);
+	uint64_t woken = heist__sleep_wait(&pool->sleep, w->index);
 	counter_add(&w->stats.wakes, 1);
+	return woken;
 }
 
 /* Whether the loop should end: the pool stopped, or w is a spare the pool no longer
@@ -290,6 +293,75 @@ loop_done(struct worker *w)
 	return atomic_load_explicit(&pool->stop, memory_order_relaxed) ||
 	       (heist__worker_is_spare(w) && !w->stand_in_owed &&
 		heist__spare_surplus(&pool->spares));
+}
+
+/* How long an idle search lasts. While some worker runs a task, work can appear at any
+ * moment from inside the pool (its spawns, its loop's next phase, its submits): a
+ * search spins its pool->spin rounds for it, since a sleeping worker would cost each
+ * such phase a futex wake (10-30 us on a VM, against a few of spinning). Once every
+ * worker is idle, work can only come from outside, each arrival of which wakes a
+ * sleeper, and whether spinning pays depends on how often it comes: a round trip's
+ * next submit comes within a microsecond, an open loop's at 20,000 tasks/s 50 us
+ * later, and spinning through that kept a whole core busy at 6% load. So the pool
+ * keeps a running average of the time between arrivals of work at an idle pool (each
+ * stamped when a searcher found it, or when its waker saw it: not when the woken
+ * worker got there, which would count the wake's own latency), each capped at
+ * IDLE_GAP_CAP_NS. From an average of LIGHT_ENTER_NS, idle searches end
+ * LIGHT_SEARCH_NS after they first saw every worker idle, and the worker sleeps; under
+ * LIGHT_LEAVE_NS they are full again (the gap between the two keeps a load that
+ * wanders near one threshold from flipping, which costs sleeps and wakes). Clocked,
+ * not counted in rounds: a pause lasts 10 ns on one x86 and 40 on another. The rule
+ * looks at the pool, not at this worker's luck: a worker that loses every race to a
+ * busy neighbour keeps spinning. */
+static const int64_t LIGHT_ENTER_NS = 30000, LIGHT_LEAVE_NS = 15000;
+static const int64_t IDLE_GAP_CAP_NS = 2 * LIGHT_ENTER_NS;
+static const uint64_t LIGHT_SEARCH_NS = 2000;
+
+/* Work came to an idle pool at `at` (heist__now_ns). relaxed: see pool.h. */
+static void
+idle_arrival(struct heist_pool *pool, uint64_t at)
+{
+	uint64_t prev = atomic_load_explicit(&pool->idle_arrival_ns, memory_order_relaxed);
+	do {
+		if (at <= prev)
+			return;	/* a waker's stamp older than another worker's find */
+	} while (!atomic_compare_exchange_weak_explicit(&pool->idle_arrival_ns, &prev, at,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	if (!prev)
+		return;	/* the first arrival */
+	int64_t g = at - prev > (uint64_t)IDLE_GAP_CAP_NS ? IDLE_GAP_CAP_NS
+							   : (int64_t)(at - prev);
+	int64_t avg = atomic_load_explicit(&pool->idle_gap_ns, memory_order_relaxed);
+	avg += (g - avg) / 8;
+	atomic_store_explicit(&pool->idle_gap_ns, avg, memory_order_relaxed);
+	if (avg >= LIGHT_ENTER_NS)
+		atomic_store_explicit(&pool->light_load, true, memory_order_relaxed);
+	else if (avg < LIGHT_LEAVE_NS)
+		atomic_store_explicit(&pool->light_load, false, memory_order_relaxed);
+}
+
+/* Whether the search should end at `round` and the worker go to sleep. *idle_since
+ * is when this search first saw every worker idle, 0 while it has not (or since some
+ * worker was busy again). */
+static bool
+search_over(struct worker *w, unsigned round, uint64_t *idle_since)
+{
+	struct heist_pool *pool = w->pool;
+	if (round >= pool->spin)
+		return true;
+	if (round == 0)
+		return false;	/* every search looks once */
+	if (!heist__sleep_all_idle(&pool->sleep, pool->n)) {
+		*idle_since = 0;
+		return false;
+	}
+	uint64_t now = heist__now_ns();
+	if (!*idle_since)
+		*idle_since = now;
+	/* relaxed: see pool.h. */
+	return atomic_load_explicit(&pool->light_load, memory_order_relaxed) &&
+	       now - *idle_since >= LIGHT_SEARCH_NS;
 }
 
 /* The main loop's source of tasks. NULL when the loop should end (loop_done). A spare
@@ -310,8 +382,9 @@ next_task(struct worker *w)
 	if ((t = take_injector(w)))
 		return t;
 	heist__sleep_start_search(&pool->sleep);
+	uint64_t idle_since = 0;
 	for (;;) {
-		for (unsigned round = 0; round < pool->spin; round++) {
+		for (unsigned round = 0; !search_over(w, round, &idle_since); round++) {
 			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
@@ -320,6 +393,8 @@ next_task(struct worker *w)
 			if (!t && (t = heist__steal_round(w)))
 				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);
 			if (t) {
+				if (idle_since)
+					idle_arrival(pool, heist__now_ns());
 				stop_searching(pool);
 				return t;
 			}
@@ -337,9 +412,13 @@ next_task(struct worker *w)
 				stop_searching(pool);
 				return NULL;
 			}
+			idle_since = 0;	/* work came: search for it afresh */
 			continue;
 		}
-		sleep_until_woken(w);
+		uint64_t woken = sleep_until_woken(w);
+		if (idle_since)
+			idle_arrival(pool, woken);
+		idle_since = 0;
 	}
 }
 

@@ -4,7 +4,8 @@
  * sleep, from one thread and from several, which finish only if every sleeper is woken;
  * back-pressure at the injector limit, which blocks outside submits and never a
  * worker's; and a submit that cannot allocate, which fails with ENOMEM, queues nothing
- * and leaves the pool working (injected by faults.c). The injector and the sleep
+ * and leaves the pool working (injected by faults.c); a light load, whose workers
+ * sleep between its tasks however long their searches may spin. The injector and the sleep
  * protocol alone are tested in test-injector.c and test-sleep.c, submits during
  * destroy in test-pool.c. Rules and helpers: common.h.
  */
@@ -715,6 +716,35 @@ bursts_give_their_records_back_after_wait_idle(void **state)
 	assert_true(heap_in_use() <= before);
 }
 
+/* A light load: tasks submitted from outside at least 100 us apart, to a pool whose
+ * searches would otherwise spin a million rounds (seconds) before sleeping. Work that
+ * comes that far apart to an idle pool ends its idle searches after microseconds
+ * (worker.c, search_over), so the workers sleep between the tasks: at least one
+ * sleep per two tasks, where the full searches slept hardly ever. Not timed: the
+ * gaps can only be longer than 100 us, never shorter, and that is all it relies on. */
+static void
+a_light_load_lets_the_workers_sleep_between_tasks(void **state)
+{
+	(void)state;
+	enum { TASKS = 200, GAP_NS = 100 * 1000 };
+	struct heist_config cfg = {.threads = 2, .spin = 1u << 20};
+	heist_pool *pool = make_pool_cfg(&cfg);
+	atomic_uint ran = 0;
+	struct heist_stats a, b;
+	assert_int_equal(heist_pool_stats(pool, &a), 0);
+	for (int i = 0; i < TASKS; i++) {
+		nap(GAP_NS);
+		assert_int_equal(heist_submit(pool, count_task, &ran, NULL), 0);
+	}
+	assert_int_equal(heist_pool_wait_idle(pool), 0);
+	assert_int_equal(heist_pool_stats(pool, &b), 0);
+	print_message("%d tasks %d us apart: %llu sleeps\n", TASKS, GAP_NS / 1000,
+		      (unsigned long long)(b.sleeps - a.sleeps));
+	assert_int_equal(atomic_load(&ran), TASKS);
+	assert_true(b.sleeps - a.sleeps >= TASKS / 2);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -730,6 +760,7 @@ main(void)
 		cmocka_unit_test(wait_idle_from_a_task_is_edeadlk),
 		cmocka_unit_test(wait_idle_does_not_wait_for_later_work_of_stolen_children),
 		cmocka_unit_test(bursts_give_their_records_back_after_wait_idle),
+		cmocka_unit_test(a_light_load_lets_the_workers_sleep_between_tasks),
 	};
 	return RUN_TESTS(tests);
 }
