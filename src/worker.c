@@ -341,17 +341,16 @@ idle_arrival(struct heist_pool *pool, uint64_t at)
 		atomic_store_explicit(&pool->light_load, false, memory_order_relaxed);
 }
 
-/* Whether the search should end at `round` and the worker go to sleep. *idle_since
- * is when this search first saw every worker idle, 0 while it has not (or since some
- * worker was busy again). */
+/* Whether the search should end after `rounds` empty rounds, and the worker go to
+ * sleep. Asked after a round's look, not before it: its load of the sleep state then
+ * delays no find. *idle_since is when this search first saw every worker idle, 0
+ * while it has not (or since some worker was busy again). */
 static bool
-search_over(struct worker *w, unsigned round, uint64_t *idle_since)
+search_over(struct worker *w, unsigned rounds, uint64_t *idle_since)
 {
 	struct heist_pool *pool = w->pool;
-	if (round >= pool->spin)
+	if (rounds >= pool->spin)
 		return true;
-	if (round == 0)
-		return false;	/* every search looks once */
 	if (!heist__sleep_all_idle(&pool->sleep, pool->n)) {
 		*idle_since = 0;
 		return false;
@@ -364,13 +363,14 @@ search_over(struct worker *w, unsigned round, uint64_t *idle_since)
 	       now - *idle_since >= LIGHT_SEARCH_NS;
 }
 
+static struct task *search(struct worker *w);
+
 /* The main loop's source of tasks. NULL when the loop should end (loop_done). A spare
  * asks before it takes anything new, so that a surplus one retires rather than take
  * work a worker would have (its heist_worker_index() is -1). */
 static struct task *
 next_task(struct worker *w)
 {
-	struct heist_pool *pool = w->pool;
 	struct task *t = heist__worker_pop(w);
 	if (t) {
 		heist__worker_took(w, HEIST_PATH_OWN, t, false);
@@ -381,10 +381,21 @@ next_task(struct worker *w)
 		return NULL;
 	if ((t = take_injector(w)))
 		return t;
+	return search(w);
+}
+
+/* next_task's search: steal rounds until a task, a sleep between searches. Out of line,
+ * so that the path of every task (a pop from the own deque) stays short: inlined, it
+ * cost reduce 10k x 10k 15% (more registers saved on every call of next_task). */
+static __attribute__((__noinline__)) struct task *
+search(struct worker *w)
+{
+	struct heist_pool *pool = w->pool;
+	struct task *t;
 	heist__sleep_start_search(&pool->sleep);
 	uint64_t idle_since = 0;
 	for (;;) {
-		for (unsigned round = 0; !search_over(w, round, &idle_since); round++) {
+		for (unsigned round = 0;; round++) {
 			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;
@@ -398,6 +409,8 @@ next_task(struct worker *w)
 				stop_searching(pool);
 				return t;
 			}
+			if (search_over(w, round + 1, &idle_since))
+				break;
 			heist__backoff_long(round, pool->spin / 2);
 		}
 		if (heist__worker_is_spare(w)) {
