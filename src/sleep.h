@@ -11,7 +11,8 @@
  * RMW (injector depth, deque public_bottom), then (4) loads `state` with seq_cst and
  * wakes a sleeper if nobody searches. In the single total order of seq_cst operations
  * either (1) precedes (4), and the waker sees the sleeper, or (3) precedes (2)'s
- * look, and the sleeper sees the work. */
+ * look, and the sleeper sees the work. How long a worker searches before (1) is
+ * worker.c's (search_over) and outside the argument. */
 #ifndef HEIST_SLEEP_H
 #define HEIST_SLEEP_H
 
@@ -98,14 +99,14 @@ heist__sleep_has_idle(struct sleep *s)
 	return atomic_load_explicit(&s->state, memory_order_relaxed) != 0;
 }
 
-/* Whether every one of the pool's `workers` searches or sleeps: no worker runs a task, so no task can
- * spawn or submit, and new work can only come from outside the workers (a submit from
- * another thread, an outside loop's guest), each arrival of which notifies (step (4)).
- * A worker lent to the guest is neither searcher nor sleeper: the guest counts as
- * busy in its place. Spares search too, so a spare's search may hide a busy worker:
- * the answer is then "idle" a little early. relaxed: a hint for how long to search
- * (worker.c), never part of the no-lost-wake-up argument: a stale look makes a search
- * longer or shorter, and the way to sleep is the same either way. */
+/* Whether every one of the pool's `workers` searches or sleeps: no worker runs a task,
+ * so no task can spawn or submit, and new work can only come from outside the workers
+ * (a submit from another thread, an outside loop's guest), each arrival of which
+ * notifies (step (4)). A worker lent to the guest is neither searcher nor sleeper:
+ * the guest counts as busy in its place. Spares search too, so a spare's search may
+ * hide a busy worker: the answer is then "idle" a little early. relaxed: a hint for
+ * how long to search (worker.c), never part of the no-lost-wake-up argument: a stale
+ * look makes a search longer or shorter, and the way to sleep is the same either way. */
 static inline bool
 heist__sleep_all_idle(struct sleep *s, unsigned workers)
 {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* worker.c - the worker loop. In order of preference a worker takes: the bottom of its
  * own deque, a batch from the injector, one task stolen from a victim (steal.c); after
- * `spin` empty rounds it sleeps (sleep.h). Also running a task taken from a queue, and
- * the guest slot through which an outside heist_for_each caller takes part. Waits
- * inside a task (a stolen sync, a future) are wait.c's; spares run this same loop
- * (spare.c). */
+ * `spin` empty rounds (fewer under a light load: search_over) it sleeps (sleep.h).
+ * Also running a task taken from a queue, and the guest slot through which an outside
+ * heist_for_each caller takes part. Waits inside a task (a stolen sync, a future) are
+ * wait.c's; spares run this same loop (spare.c). */
 #include "worker.h"
 
 #include <errno.h>
@@ -298,15 +298,16 @@ loop_done(struct worker *w)
 /* How long an idle search lasts. While some worker runs a task, work can appear at any
  * moment from inside the pool (its spawns, its loop's next phase, its submits): a
  * search spins its pool->spin rounds for it, since a sleeping worker would cost each
- * such phase a futex wake (10-30 us on a VM, against a few of spinning). Once every
- * worker is idle, work can only come from outside, each arrival of which wakes a
+ * such phase a futex wake (10-30 us on a VM, against a few of spinning); so does an
+ * outside thread working in the guest slot. Once every worker is idle and the guest
+ * slot is empty, work can only come from outside, each arrival of which wakes a
  * sleeper, and whether spinning pays depends on how often it comes: a round trip's
  * next submit comes within a microsecond, an open loop's at 20,000 tasks/s 50 us
  * later, and spinning through that kept a whole core busy at 6% load. So the pool
- * keeps a running average of the time between arrivals of work at an idle pool (each
- * stamped when a searcher found it, or when its waker saw it: not when the woken
- * worker got there, which would count the wake's own latency), each capped at
- * IDLE_GAP_CAP_NS. From an average of LIGHT_ENTER_NS, idle searches end
+ * keeps a running average (weight 1/8) of the time between arrivals of work at an
+ * idle pool (each stamped when a searcher found it, or when its waker saw it: not
+ * when the woken worker got there, which would count the wake's own latency), each
+ * capped at IDLE_GAP_CAP_NS. From an average of LIGHT_ENTER_NS, idle searches end
  * LIGHT_SEARCH_NS after they first saw every worker idle, and the worker sleeps; under
  * LIGHT_LEAVE_NS they are full again (the gap between the two keeps a load that
  * wanders near one threshold from flipping, which costs sleeps and wakes). Clocked,
@@ -351,7 +352,9 @@ search_over(struct worker *w, unsigned rounds, uint64_t *idle_since)
 	struct heist_pool *pool = w->pool;
 	if (rounds >= pool->spin)
 		return true;
-	if (!heist__sleep_all_idle(&pool->sleep, pool->n)) {
+	/* relaxed: a hint, as all_idle (sleep.h). */
+	if (!heist__sleep_all_idle(&pool->sleep, pool->n) ||
+	    atomic_load_explicit(&pool->guest_busy, memory_order_relaxed)) {
 		*idle_since = 0;
 		return false;
 	}

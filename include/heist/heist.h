@@ -162,7 +162,12 @@ struct heist_config {
 				     (1024, about 0.3 ms: half with pauses, half yielding).
 				     A round tries every other worker: above 9 workers a
 				     search makes spin x 8 / (threads - 1) rounds (at
-				     least 1), so its cost does not grow with the pool */
+				     least 1), so its cost does not grow with the pool.
+				     Under a light load (work from outside coming to an
+				     idle pool 30 us apart or more on average, none of
+				     its tasks running) a search ends after about 2 us
+				     whatever spin says, so that idle workers sleep
+				     (docs/architecture.md, "Sleeping and waking") */
 	bool profile;		/**< record TSC timestamps for every task (or one in
 				     profile_every) */
 	const char *name;	/**< thread-name prefix; NULL: "heist" */
