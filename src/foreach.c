@@ -127,7 +127,7 @@ heist__foreach_range(void *p)
 
 /* The first split: shares 1 .. s-1 of [r->begin, r->end) spawned in order (thieves
  * take the oldest first, the owner pops the newest after its own), made public at
- * once if anyone is idle, and share 0 run here. Share k of n begins k n / s in. */
+ * once, and share 0 run here. Share k of n begins k n / s in. */
 static void
 run_shares(struct worker *w, struct range *r, unsigned s)
 {
@@ -143,7 +143,13 @@ run_shares(struct worker *w, struct range *r, unsigned s)
 	atomic_store_explicit(&r->loop->shares_left, s, memory_order_relaxed);
 	for (unsigned k = 1; k < s; k++)
 		heist_spawn(&tasks[k], heist__foreach_range, &shares[k]);
-	heist__split_offer(w);
+	/* Public whatever the idle hint says: a worker between two tasks counts neither
+	 * as searching nor as sleeping, and shares left private would wait for this
+	 * thread's next push or pop, which a long body (or one that waits for the other
+	 * shares' bodies) puts off until it ends. Once per loop; the publish wakes a
+	 * sleeper if nobody searches. */
+	if (heist__deque_private_count(&w->dq))
+		heist__worker_publish(w, 0);
 	heist__foreach_range(&shares[0]);
 	for (unsigned k = s; --k > 0;)
 		heist_sync(&tasks[k]);

@@ -1341,12 +1341,82 @@ first_split_hands_each_thread_a_contiguous_share(void **state)
 	}
 }
 
+/* The first split's shares are public even when no worker was idle at the split: here
+ * both workers are held in tasks (neither searching nor sleeping) when an outside
+ * caller's loop splits, and share 0's first body releases them, then waits for a body
+ * of share 1 on another thread. Shares left private (published only "if anyone is
+ * idle") waited for the caller's next push or pop, which that body never reaches: the
+ * workers searched, saw nothing, and slept, and the loop hung (a CI timeout of the
+ * gate test above). Not timed: the wait fails only at the POLL bound. */
+enum { BUSY_N = 1000 };
+static struct hold busy_holds[2];
+
+struct busy_split {
+	atomic_int other_started;	/* a body of share 1 ran */
+	atomic_int other_thread;	/* its heist_thread_index() */
+	atomic_int first_thread;	/* share 0's runner */
+	atomic_int waited_out;		/* share 0's first body gave up waiting */
+};
+
+static int
+add_items_body(void *arg, size_t b, size_t e)
+{
+	atomic_fetch_add((atomic_uint *)arg, (unsigned)(e - b));
+	return 0;
+}
+
+static int
+busy_split_body(void *arg, size_t b, size_t e)
+{
+	struct busy_split *x = arg;
+	(void)e;
+	if (b == 0) {
+		atomic_store(&x->first_thread, heist_thread_index());
+		for (int k = 0; k < 2; k++)
+			atomic_store(&busy_holds[k].open, 1);
+		bool ok;
+		POLL(ok, atomic_load(&x->other_started));
+		if (!ok)
+			atomic_store(&x->waited_out, 1);
+	} else if (b >= BUSY_N / 2 && !atomic_exchange(&x->other_started, 1)) {
+		atomic_store(&x->other_thread, heist_thread_index());
+	}
+	return 0;
+}
+
+static void
+first_split_is_public_when_no_worker_is_idle(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	heist_future *f[2] = {NULL, NULL};
+	for (int k = 0; k < 2; k++) {
+		busy_holds[k] = (struct hold){.ret = 0};
+		hold_worker(pool, &busy_holds[k], &f[k]);
+	}
+	/* A loop of the caller's own first: its spawns answer the steal requests that
+	 * the workers' last looks before sleeping left on the guest slot's deque (a
+	 * spawn publishes to answer one), so that the loop below finds none pending. */
+	atomic_uint ran = 0;
+	assert_int_equal(heist_for_each(pool, 0, BUSY_N, 1, add_items_body, &ran), 0);
+	assert_int_equal(atomic_load(&ran), BUSY_N);
+	struct busy_split x = {.other_thread = -2, .first_thread = -2};
+	assert_int_equal(heist_for_each(pool, 0, BUSY_N, 1, busy_split_body, &x), 0);
+	assert_int_equal(atomic_load(&x.waited_out), 0);
+	assert_int_equal(atomic_load(&x.other_started), 1);
+	assert_true(atomic_load(&x.other_thread) != atomic_load(&x.first_thread));
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(watched(f[k]), 0);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(loop_inside_a_body_takes_the_nested_grain),
 		cmocka_unit_test(first_split_hands_each_thread_a_contiguous_share),
+		cmocka_unit_test(first_split_is_public_when_no_worker_is_idle),
 		cmocka_unit_test(outside_loop_never_runs_more_threads_than_the_pool_has),
 		cmocka_unit_test(outside_caller_takes_part_when_every_worker_is_awake),
 		cmocka_unit_test(empty_range_never_calls_body_and_returns_zero),

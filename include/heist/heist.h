@@ -593,7 +593,9 @@ typedef int (*heist_range_fn)(void *arg, size_t begin, size_t end);
  * loop; at most 2048 indices either way). A loop that is not nested is first cut
  * into one contiguous share per worker (k (end - begin) / threads on, as OpenMP's
  * static schedule; fewer when the range holds fewer grains than workers), handed out
- * at once: the caller runs the first, idle workers take the others. Each share is
+ * at once: the caller runs the first, the other workers take the others as soon as
+ * they are free (even if none was free at the split, and however long the caller's
+ * first body runs). Each share is
  * then split lazily: a worker splits off half of what it has left only when its
  * deque is empty or a thief asks, else it runs the next grain itself, so a worker
  * whose share runs out early takes over part of another's. On a worker, the
