@@ -136,8 +136,9 @@ heist__deque_publish(struct deque *dq, int64_t keep)
 	 * acquire load of public_bottom (heist__deque_steal) sees this value. seq_cst
 	 * because the sleep protocol needs it: a worker about to sleep makes a seq_cst
 	 * update of the sleep state and then looks at public_bottom (sleep.c); the
-	 * publisher then loads that state. One of the two sees the other. */
-	atomic_store_explicit(&dq->public_bottom, b, memory_order_seq_cst);
+	 * publisher then loads that state. One of the two sees the other. An exchange,
+	 * as the store of every such pair is (internal.h, dekker_store). */
+	dekker_store(&dq->public_bottom, b);
 	dq->public_cache = b;
 }
 

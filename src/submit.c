@@ -169,8 +169,8 @@ wait_drained(struct heist_pool *pool, bool both, unsigned e)
 void
 heist__pool_drain(struct heist_pool *pool)
 {
-	/* seq_cst: (2). */
-	atomic_store_explicit(&pool->shutting, true, memory_order_seq_cst);
+	/* seq_cst: (2); an exchange, the store of a Dekker pair (internal.h). */
+	dekker_store(&pool->shutting, true);
 	wait_drained(pool, true, 0);
 	/* (5): a few instructions and a futex wake. acquire: pairs with its release. */
 	while (atomic_load_explicit(&pool->finishing, memory_order_acquire))

@@ -168,10 +168,12 @@ unpublish(struct worker *w)
 static void
 withdraw(struct worker *w)
 {
-	/* seq_cst store and loads: the waiter's half of the Dekker pair with read_in.
-	 * A reader reads a few words, then leaves, so this wait is short; acquire
-	 * (seq_cst) on the load that sees 0 pairs with the readers' release. */
-	atomic_store_explicit(&w->blocked_in, NULL, memory_order_seq_cst);
+	/* seq_cst exchange and loads: the waiter's half of the Dekker pair with
+	 * read_in; an exchange, not a store, as every store of such a pair is
+	 * (internal.h, dekker_store). A reader reads a few words, then leaves, so
+	 * this wait is short; acquire (seq_cst) on the load that sees 0 pairs with the
+	 * readers' release. */
+	dekker_store(&w->blocked_in, NULL);
 	for (unsigned i = 0; atomic_load_explicit(&w->readers, memory_order_seq_cst); i++)
 		if (i < 64)
 			cpu_relax();
@@ -185,11 +187,12 @@ withdraw(struct worker *w)
  * then; so either the check fails, and the walker reads nothing of p, or destroy sees
  * the guard and waits for it. Both seq_cst: in their single order, the guard's store
  * precedes the check, which precedes the end of the job (or it would see it), which
- * precedes the end of the drain and destroy's look at the guard. */
+ * precedes the end of the drain and destroy's look at the guard. The guard's store is
+ * an exchange (internal.h, dekker_store). */
 static bool
 guard_check(struct worker *w, struct heist_pool *p, struct heist_future *x)
 {
-	atomic_store_explicit(&w->guard, p, memory_order_seq_cst);
+	dekker_store(&w->guard, p);
 	return job_running(x);
 }
 
