@@ -111,8 +111,9 @@ usage(FILE *f)
 	      "                 --exact, --reps 1)\n"
 	      "  --json         print the rows as JSON instead of a table\n"
 	      "  --instructions instructions per spawn+sync pair, W1 fib(27) on 1 worker\n"
-	      "                 against the serial fib, counted by valgrind's callgrind\n"
-	      "                 (deterministic; needs valgrind)\n", f);
+	      "                 against the serial fib, and per W5-fine submit + run +\n"
+	      "                 finish (100k tasks) against the serial bodies, counted by\n"
+	      "                 valgrind's callgrind (deterministic; needs valgrind)\n", f);
 }
 
 static unsigned

@@ -8,7 +8,17 @@
  * only waits). Per pair: (heist - serial) / spawns, where a fib(n) tree has
  * fib(n + 1) - 1 calls above the leaves, one spawn+sync each. The same again for
  * heist-bench-user (bench/user_fib.c), W1 built as a user's program is: -O2, the
- * shared library, heist.h alone. */
+ * shared library, heist.h alone.
+ *
+ * W5-fine's row: what one heist_submit (fire-and-forget) costs, with the task's run and
+ * finish on the worker, over running its body serially. `--instr-child submit N`: a
+ * pool of one worker, held in a gate task (asleep in the kernel: no instructions), takes
+ * N W5-fine submits from the main thread into its injector, then is let go and runs
+ * them; `submit-serial N` is N bodies on a thread. Counted over every thread (the
+ * submit is on one, the run on another), and the same with N = 0 subtracted, so that
+ * the pool's start and end drop out: per task = ((submit N - submit 0) - (serial N -
+ * serial 0)) / N. The queue is full when the worker starts, as when a storm's
+ * submitter runs ahead of its workers; a pool that keeps up pays the wake-ups too. */
 #include "workloads.h"
 
 #include "kernels.h"
@@ -17,6 +27,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +47,117 @@ serial_thread(void *p)
 	return NULL;
 }
 
+/* W5-fine's submit row (above). */
+enum { SUBMIT_ITERS = 50, SUBMIT_TASKS = 100000 };
+static double *submit_out;
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_state;		/* 0 shut, 1 the worker waits in it, 2 open */
+static atomic_long submit_left;	/* tasks still to run; the last one wakes main */
+
+/* Task k's body, counted down in submit_left as the bench's latch does. */
+static void
+submit_body(double *slot)
+{
+	*slot = w5_body((size_t)(slot - submit_out), SUBMIT_ITERS);
+	if (atomic_fetch_sub_explicit(&submit_left, 1, memory_order_acq_rel) == 1) {
+		pthread_mutex_lock(&gate_lock);
+		pthread_cond_broadcast(&gate_cond);
+		pthread_mutex_unlock(&gate_lock);
+	}
+}
+
+static void *
+submit_serial_thread(void *p)
+{
+	long n = *(long *)p;
+	for (long k = 0; k < n; k++)
+		submit_body(&submit_out[k]);
+	return NULL;
+}
+
+static int
+submit_task(void *arg)
+{
+	submit_body(arg);
+	return 0;
+}
+
+static int
+gate_task(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&gate_lock);
+	gate_state = 1;
+	pthread_cond_broadcast(&gate_cond);
+	while (gate_state != 2)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	return 0;
+}
+
+/* Under the lock: set the gate's state (0: leave it), then wait until `until`. */
+static void
+gate_wait(int state, bool (*until)(void))
+{
+	pthread_mutex_lock(&gate_lock);
+	if (state)
+		gate_state = state;
+	pthread_cond_broadcast(&gate_cond);
+	while (!until())
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static bool
+worker_in_gate(void)
+{
+	return gate_state == 1;
+}
+
+static bool
+all_ran(void)
+{
+	return atomic_load_explicit(&submit_left, memory_order_acquire) == 0;
+}
+
+/* `submit N` or `submit-serial N`: 0 if every slot holds the serial answer. The pool
+ * is not destroyed: its destroy (and the record trim there) is no part of a submit;
+ * the process exits with the worker asleep. */
+static int
+submit_child(bool heist, long n)
+{
+	submit_out = calloc((size_t)n + 1, sizeof(*submit_out));
+	if (!submit_out)
+		return 1;
+	atomic_store(&submit_left, n);
+	if (!heist) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, submit_serial_thread, &n) || pthread_join(t, NULL))
+			return 1;
+	} else {
+		struct heist_config cfg = { .threads = 1, .spin = 1,
+					    .max_spares = HEIST_SPARES_NONE };
+		heist_pool *pool;
+		if (heist_pool_create(&pool, &cfg) || heist_submit(pool, gate_task, NULL, NULL))
+			return 1;
+		gate_wait(0, worker_in_gate);
+		for (long k = 0; k < n; k++)
+			if (heist_submit(pool, submit_task, &submit_out[k], NULL))
+				return 1;
+		gate_wait(2, all_ran);
+	}
+	for (long k = 0; k < n; k++)
+		if (submit_out[k] != w5_body((size_t)k, SUBMIT_ITERS))
+			return 1;
+	return 0;
+}
+
 int
 bench_instr_child(const char *what, int n)
 {
+	if (strcmp(what, "submit") == 0 || strcmp(what, "submit-serial") == 0)
+		return submit_child(strcmp(what, "submit") == 0, n);
 	long r;
 	if (strcmp(what, "serial") == 0) {
 		/* On a thread of its own, as the heist tree runs on its worker: the
@@ -63,14 +182,21 @@ bench_instr_child(const char *what, int n)
 	return r == fib_expected(n) ? 0 : 1;
 }
 
-/* The largest "summary:" (or "totals:") count among the files dir/prefix*. */
-static uint64_t
-busiest_thread(const char *dir, const char *prefix)
+/* A callgrind run's instructions: its busiest thread's, all its threads', and its
+ * first (main) thread's. */
+struct counts {
+	uint64_t busiest, all, main;
+};
+
+/* The "summary:" (or "totals:") counts of the files dir/prefix*, one per thread (the
+ * main thread's ends in "-01"); the files are removed. */
+static struct counts
+thread_counts(const char *dir, const char *prefix)
 {
+	struct counts c = { 0, 0, 0 };
 	DIR *d = opendir(dir);
 	if (!d)
-		return 0;
-	uint64_t best = 0;
+		return c;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
@@ -81,34 +207,39 @@ busiest_thread(const char *dir, const char *prefix)
 		if (!f)
 			continue;
 		char line[512];
+		uint64_t file = 0;	/* the thread's count */
 		while (fgets(line, sizeof line, f)) {
 			uint64_t v;
-			if (sscanf(line, "summary: %" SCNu64, &v) == 1 ||
-			    sscanf(line, "totals: %" SCNu64, &v) == 1) {
-				if (v > best)
-					best = v;
-			}
+			if ((sscanf(line, "summary: %" SCNu64, &v) == 1 ||
+			     sscanf(line, "totals: %" SCNu64, &v) == 1) && v > file)
+				file = v;
 		}
 		fclose(f);
 		unlink(path);
+		c.all += file;
+		if (file > c.busiest)
+			c.busiest = file;
+		size_t len = strlen(e->d_name);
+		if (len > 3 && strcmp(e->d_name + len - 3, "-01") == 0)
+			c.main = file;
 	}
 	closedir(d);
-	return best;
+	return c;
 }
 
 /* Run prog under callgrind: `self --instr-child what n`, or, when user is set, the
- * user-style build `user what n`. Its busiest thread's instructions, or 0 if valgrind
- * could not run it. */
-static uint64_t
-count(const char *self, const char *user, const char *dir, const char *what, int n)
+ * user-style build `user what n`. Its counts, all 0 if valgrind could not run it. */
+static struct counts
+count_run(const char *self, const char *user, const char *dir, const char *what, int n)
 {
+	struct counts none = { 0, 0, 0 };
 	char out[4200], prefix[64], num[16];
-	snprintf(prefix, sizeof prefix, "cg-%s-%s.out", user ? "user" : "bench", what);
+	snprintf(prefix, sizeof prefix, "cg-%s-%s-%d.out", user ? "user" : "bench", what, n);
 	snprintf(out, sizeof out, "--callgrind-out-file=%s/%s", dir, prefix);
 	snprintf(num, sizeof num, "%d", n);
 	pid_t pid = fork();
 	if (pid < 0)
-		return 0;
+		return none;
 	if (pid == 0) {
 		char *bench[] = { "valgrind", "--tool=callgrind", "--separate-threads=yes",
 				  "--quiet", out, (char *)self, "--instr-child", (char *)what,
@@ -121,10 +252,17 @@ count(const char *self, const char *user, const char *dir, const char *what, int
 	}
 	int status;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
-		busiest_thread(dir, prefix);	/* remove what it left */
-		return 0;
+		thread_counts(dir, prefix);	/* remove what it left */
+		return none;
 	}
-	return busiest_thread(dir, prefix);
+	return thread_counts(dir, prefix);
+}
+
+/* The busiest thread's instructions, or 0. */
+static uint64_t
+count(const char *self, const char *user, const char *dir, const char *what, int n)
+{
+	return count_run(self, user, dir, what, n).busiest;
 }
 
 /* heist-bench-user beside this program (bench/user_fib.c), or NULL. */
@@ -135,6 +273,34 @@ user_build(const char *self, char *buf, size_t cap)
 	int len = slash ? (int)(slash - self + 1) : 0;
 	snprintf(buf, cap, "%.*sheist-bench-user", len, self);
 	return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+/* W5-fine's row: per task, the submit + run + finish over the serial body (above). */
+static int
+submit_row(const char *self, const char *dir)
+{
+	const int n = SUBMIT_TASKS;
+	struct counts s0 = count_run(self, NULL, dir, "submit-serial", 0);
+	struct counts sn = count_run(self, NULL, dir, "submit-serial", n);
+	struct counts h0 = count_run(self, NULL, dir, "submit", 0);
+	struct counts hn = count_run(self, NULL, dir, "submit", n);
+	if (!s0.all || !sn.all || !h0.all || !hn.all) {
+		fprintf(stderr, "heist-bench: --instructions: the W5-fine submit runs failed\n");
+		return 1;
+	}
+	double serial = (double)(sn.all - s0.all);
+	double per = ((double)hn.all - (double)h0.all - serial) / n;
+	/* The main thread checks the answers in both runs; the serial bodies run on a
+	 * thread of their own. */
+	double check = (double)sn.main - (double)s0.main;
+	double submit = ((double)hn.main - (double)h0.main - check) / n;
+	printf("W5-fine  %dk x %d  serial          1  %14" PRIu64 "  (all threads, less "
+	       "the same with 0 tasks)\n", n / 1000, SUBMIT_ITERS, (uint64_t)serial);
+	printf("W5-fine  %dk x %d  heist           1  %14" PRIu64
+	       "  %.1f instructions per task over serial: submit %.1f (submitting thread), "
+	       "run and finish %.1f (worker)\n",
+	       n / 1000, SUBMIT_ITERS, hn.all - h0.all, per, submit, per - submit);
+	return 0;
 }
 
 int
@@ -151,10 +317,10 @@ bench_instructions(const char *self, int n)
 	uint64_t heist = serial ? count(self, NULL, dir, "heist", n) : 0;
 	uint64_t user_serial = user && heist ? count(self, user, dir, "serial", n) : 0;
 	uint64_t user_heist = user_serial ? count(self, user, dir, "heist", n) : 0;
-	rmdir(dir);
 	if (!serial || !heist || (user && !user_heist)) {
 		fprintf(stderr, "heist-bench: --instructions needs valgrind (callgrind), and "
 				"every run to succeed\n");
+		rmdir(dir);
 		return 1;
 	}
 	double pairs = (double)fib_expected(n + 1) - 1;
@@ -167,13 +333,16 @@ bench_instructions(const char *self, int n)
 	if (!user) {
 		printf("W1       fib(%d)    heist-user      -  (heist-bench-user not found "
 		       "beside heist-bench)\n", n);
-		return 0;
+	} else {
+		double user_per = ((double)user_heist - (double)user_serial) / pairs;
+		printf("W1       fib(%d)    serial-user     1  %14" PRIu64 "\n", n, user_serial);
+		printf("W1       fib(%d)    heist-user      1  %14" PRIu64
+		       "  %.1f instructions per pair over serial-user (target <= 35: %s)  (a "
+		       "user's build: -O2, shared library)\n",
+		       n, user_heist, user_per, user_per <= 35 ? "met" : "MISSED");
 	}
-	double user_per = ((double)user_heist - (double)user_serial) / pairs;
-	printf("W1       fib(%d)    serial-user     1  %14" PRIu64 "\n", n, user_serial);
-	printf("W1       fib(%d)    heist-user      1  %14" PRIu64
-	       "  %.1f instructions per pair over serial-user (target <= 35: %s)  (a user's "
-	       "build: -O2, shared library)\n",
-	       n, user_heist, user_per, user_per <= 35 ? "met" : "MISSED");
-	return 0;
+	fflush(stdout);
+	int err = submit_row(self, dir);
+	rmdir(dir);
+	return err;
 }
