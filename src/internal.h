@@ -28,12 +28,14 @@
  * LDAR, which may not pass it). But qemu-user (7.2, on an x86 host, where .ci/run
  * runs the aarch64 build) translates STLR as a fence and then a plain store, and LDAR
  * as a load and then a fence: nothing between the two, so the x86 store buffer lets
- * the load pass the store. Measured with the litmus test tests/test-dekker.c: a
- * seq_cst store and load saw neither write in 10.6% of 100,000 rounds under qemu, an
- * exchange in none. So such a store is a seq_cst exchange: the same in C11, a locked
- * instruction under qemu, and on x86 an xchg, no dearer than the store's mov and
- * mfence. Every store of a pair uses this; a plain seq_cst store is for ordering
- * among seq_cst operations only, as its comment then says. */
+ * the load pass the store. Measured with a store-buffering litmus test of 100,000
+ * rounds (the shape tests/test-dekker.c runs): with a seq_cst store and load, 10.6% of
+ * the rounds saw neither write under qemu; with an exchange, none. So such a store is
+ * a seq_cst exchange: the same in C11, a locked instruction under qemu, and on x86
+ * the very xchg gcc emits for the seq_cst store (the library's x86 code is unchanged).
+ * Every store of a pair uses this; the plain seq_cst stores left (the pool's stop,
+ * the spare slots' high-water mark, the idle epoch) are no store of a pair: no load
+ * of another word relies on them coming first. */
 #define dekker_store(obj, v) \
 	((void)atomic_exchange_explicit((obj), (v), memory_order_seq_cst))
 
