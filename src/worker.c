@@ -390,7 +390,7 @@ next_task(struct worker *w)
 /* next_task's search: steal rounds until a task, a sleep between searches. Out of line,
  * so that the path of every task (a pop from the own deque) stays short: inlined, it
  * cost reduce 10k x 10k 15% (more registers saved on every call of next_task). */
-static __attribute__((__noinline__)) struct task *
+static noinline struct task *
 search(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
