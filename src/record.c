@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* record.c - per-thread record caches. The owning thread allocates from its local
  * free list; any other thread frees by pushing onto the owner's remote stack (a
- * Treiber stack that the owner empties with one exchange, so there is no ABA). When
- * the owner exits, the stack is sealed with ORPHANED: records that come back later
+ * Treiber stack that the owner empties with one exchange, so there is no ABA),
+ * OUT_BATCH records at a time: a thread holds what it freed of one other cache until
+ * it has that many, frees one of another cache, trims or exits. When the owner exits, the stack is sealed with ORPHANED: records that come back later
  * only count down, and the last one frees the cache. Records are carved from slabs of
  * SLAB_BYTES, aligned to their size so that a record's slab is its address rounded
  * down, so even a thread whose tasks in flight reach a new high calls malloc once per
@@ -25,6 +26,7 @@
 enum {
 	SLAB_BYTES = 64 * 1024,	/* a power of two: slabs are aligned to it */
 	KEEP_SLABS = 2,		/* whole free slabs a trim keeps, for the next burst */
+	OUT_BATCH = 32,		/* records of another cache held before one push */
 };
 
 /* Under AddressSanitizer a free record's body is poisoned, so that a job used after its
@@ -90,8 +92,20 @@ struct cache {
 	_Atomic long outstanding;
 };
 
+/* A thread's records of another cache, home, that it freed and holds. In TLS, not on
+ * the heap: a thread that only frees needs no cache (nor leaves one behind, where a
+ * process exits with its workers still running). */
+struct held {
+	struct cache *home;
+	struct record *head, *tail;
+	unsigned n;
+	bool keyed;		/* held_key's destructor sends them home at exit */
+	bool gone;		/* that destructor ran: later frees push at once */
+};
+
 static __thread struct cache *my_cache __attribute__((tls_model("initial-exec")));
-static pthread_key_t cache_key;
+static __thread struct held my_held __attribute__((tls_model("initial-exec")));
+static pthread_key_t cache_key, held_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 static long
@@ -119,6 +133,47 @@ cache_release(struct cache *c, long n)
 	free(c);
 }
 
+/* Push the list head..tail of n records onto their home c's remote stack (or count
+ * them home, if c's thread has exited). */
+static void
+push_remote(struct cache *c, struct record *head, struct record *tail, long n)
+{
+	struct record *top = atomic_load_explicit(&c->remote, memory_order_relaxed);
+	for (;;) {
+		if (top == ORPHANED) {
+			cache_release(c, -n);	/* their slabs go with the cache */
+			return;
+		}
+		tail->next = top;
+		/* release: the owner's acquire exchange sees the links and the
+		 * records' contents. */
+		if (atomic_compare_exchange_weak_explicit(&c->remote, &top, head,
+							  memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+}
+
+/* Send the records h holds to their home. */
+static void
+send_held(struct held *h)
+{
+	if (!h->n)
+		return;
+	push_remote(h->home, h->head, h->tail, h->n);
+	h->home = NULL;
+	h->head = h->tail = NULL;
+	h->n = 0;
+}
+
+static void
+held_exit(void *p)
+{
+	struct held *h = p;
+	send_held(h);
+	h->gone = true;
+}
+
 static void
 cache_exit(void *p)
 {
@@ -134,13 +189,28 @@ cache_exit(void *p)
 
 /* Whether cache_key exists: without it a thread's cache could not be freed when the
  * thread exits, so there are no caches, and records cannot be had (ENOMEM to the
- * caller, as when memory runs out). Written once under cache_key_once. */
-static bool cache_key_made;
+ * caller, as when memory runs out). Without held_key, frees push at once. Written
+ * once under cache_key_once. */
+static bool cache_key_made, held_key_made;
 
 static void
 make_key(void)
 {
 	cache_key_made = pthread_key_create(&cache_key, cache_exit) == 0;
+	held_key_made = pthread_key_create(&held_key, held_exit) == 0;
+}
+
+/* Whether this thread may hold records of other caches: its held_key is set. */
+static bool
+may_hold(struct held *h)
+{
+	if (h->keyed)
+		return true;
+	if (h->gone)
+		return false;
+	pthread_once(&cache_key_once, make_key);
+	h->keyed = held_key_made && pthread_setspecific(held_key, h) == 0;
+	return h->keyed;
 }
 
 static struct cache *
@@ -217,19 +287,23 @@ heist__record_free(void *p)
 		c->local = r;
 		return;
 	}
-	struct record *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
-	for (;;) {
-		if (head == ORPHANED) {
-			cache_release(c, -1);	/* its slab goes with the cache */
-			return;
-		}
-		r->next = head;
-		/* release: the owner's acquire exchange sees r->next and r's contents. */
-		if (atomic_compare_exchange_weak_explicit(&c->remote, &head, r,
-							  memory_order_release,
-							  memory_order_relaxed))
-			return;
+	/* Another cache's: held, and pushed there OUT_BATCH at a time, so that the
+	 * threads that finish another thread's jobs do not all CAS its stack for each
+	 * one. */
+	struct held *h = &my_held;
+	if (!may_hold(h)) {
+		push_remote(c, r, r, 1);
+		return;
 	}
+	if (h->home != c) {
+		send_held(h);
+		h->home = c;
+		h->tail = r;
+	}
+	r->next = h->head;
+	h->head = r;
+	if (++h->n == OUT_BATCH)
+		send_held(h);
 }
 
 /* Which slabs a trim frees: those whose every record is on the free lists, but the
@@ -255,6 +329,7 @@ mark_free_slabs(struct cache *c)
 void
 heist__record_trim(void)
 {
+	send_held(&my_held);	/* what we hold of others' goes home too */
 	struct cache *c = my_cache;
 	if (!c || c->total <= (long)(KEEP_SLABS * SLAB_RECORDS))
 		return;

@@ -11,9 +11,12 @@ enum { RECORD_BYTES = 128 };
 
 /* RECORD_BYTES of memory aligned to 16, or NULL when out of memory. */
 void *heist__record_alloc(void);
-/* Any thread. */
+/* Any thread. A record of another thread's cache may wait on this thread, with up to
+ * 31 more of that cache, until this thread frees one of another cache, trims or
+ * exits. */
 void heist__record_free(void *p);
-/* On the calling thread's cache, after a burst: take the records freed elsewhere home
+/* On the calling thread's cache, after a burst: send the records of other caches it
+ * holds to their homes, take the records freed elsewhere home
  * and free every slab whose records are all home, but a reserve of two (128 KiB).
  * O(records at home + slabs): for quiet moments, not for the submit path. */
 void heist__record_trim(void);

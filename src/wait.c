@@ -627,16 +627,6 @@ sleep_word(struct heist_future *j, uint32_t s, uint32_t bits)
 	return s | bits;
 }
 
-/* Sleep on g's pending count for at most timeout_ns (0: no limit) unless it is 0.
- * acquire: see heist__group_done. */
-static void
-group_sleep(struct heist_group *g, uint64_t timeout_ns)
-{
-	uint32_t p = atomic_load_explicit(&g->pending, memory_order_acquire);
-	if (p)
-		heist__futex_wait(&g->pending, p, timeout_ns);
-}
-
 /* A walker sleeps on job j (the awaited one, or the tip of its chain in another pool)
  * for at most timeout_ns: until j ends, or its runner blocks in a new wait. */
 static void
@@ -655,7 +645,7 @@ static void
 nap(const struct awaited *a, struct heist_future *tip, uint64_t timeout_ns)
 {
 	if (a->group) {
-		group_sleep(a->group, timeout_ns);
+		heist__group_sleep(a->group, timeout_ns);
 		return;
 	}
 	if (a->job) {
@@ -934,7 +924,7 @@ heist__wait_group(struct heist_group *g)
 		return;
 	}
 	while (!heist__group_done(g))
-		group_sleep(g, 0);
+		heist__group_sleep(g, 0);
 }
 
 int

@@ -2,7 +2,8 @@
 /* test-group.c - task groups (src/group.c): results and the first error, the rest
  * cancelled after it (never run, or heist_cancelled() inside), explicit cancel, groups
  * that grow from their own tasks, a group waited inside a task of another group, many
- * waiters on one group while others submit, destroy with tasks still running, bad
+ * waiters on one group while others submit, outside waiters asleep while the group
+ * grows (round after round: none returns early, none sleeps through), destroy with tasks still running, bad
  * input, allocation failures, and no allocation per task in steady state. Helpers:
  * common.h. */
 #ifndef _GNU_SOURCE
@@ -312,6 +313,72 @@ many_waiters_and_submitters_at_once(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* Round after round, WAITERS outside threads sleep on a group whose tasks are still
+ * running and submit one more task each (the group grows while they sleep): each must
+ * return only when every task of the round has run, and none may sleep through the
+ * end (a lost wake hangs the test). Several sleepers at once take turns arming the
+ * group's countdown (group.c); a task that spins a little keeps them asleep. */
+enum { SLEEP_ROUNDS = 150, SLEEP_TASKS = 48 };
+
+struct sleepers {
+	heist_group *g;
+	atomic_uint runs;
+	unsigned want;		/* runs by the end of this round */
+	atomic_int early;	/* waits that returned before every run */
+};
+
+static int
+busy_leaf(void *arg)
+{
+	struct sleepers *sl = arg;
+	for (volatile int i = 0; i < 2000; i++)
+		;
+	atomic_fetch_add(&sl->runs, 1);
+	return 0;
+}
+
+static int
+busy_parent(void *arg)
+{
+	struct sleepers *sl = arg;
+	for (volatile int i = 0; i < 2000; i++)
+		;
+	int err = heist_group_submit(sl->g, busy_leaf, sl);
+	atomic_fetch_add(&sl->runs, 1);
+	return err;
+}
+
+static void *
+sleeper_main(void *arg)
+{
+	struct sleepers *sl = arg;
+	if (heist_group_wait(sl->g) != 0 || atomic_load(&sl->runs) != sl->want)
+		atomic_fetch_add(&sl->early, 1);
+	return NULL;
+}
+
+static void
+sleeping_waiters_wake_only_when_all_is_done(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	struct sleepers sl = {make_group(pool), 0, 0, 0};
+	for (unsigned round = 0; round < SLEEP_ROUNDS; round++) {
+		sl.want = (round + 1) * 2 * SLEEP_TASKS;
+		pthread_t w[WAITERS];
+		for (int i = 0; i < SLEEP_TASKS; i++)
+			assert_int_equal(heist_group_submit(sl.g, busy_parent, &sl), 0);
+		for (int i = 0; i < WAITERS; i++)
+			assert_int_equal(pthread_create(&w[i], NULL, sleeper_main, &sl), 0);
+		for (int i = 0; i < WAITERS; i++)
+			pthread_join(w[i], NULL);
+		assert_int_equal(atomic_load(&sl.early), 0);
+	}
+	assert_int_equal(atomic_load(&sl.runs), SLEEP_ROUNDS * 2 * SLEEP_TASKS);
+	heist_group_destroy(sl.g);
+	heist_pool_destroy(pool);
+}
+
 static int
 slow_count(void *arg)
 {
@@ -428,6 +495,7 @@ main(void)
 		cmocka_unit_test(group_grows_from_its_own_tasks),
 		cmocka_unit_test(group_waited_inside_a_task_of_another_group),
 		cmocka_unit_test(many_waiters_and_submitters_at_once),
+		cmocka_unit_test(sleeping_waiters_wake_only_when_all_is_done),
 		cmocka_unit_test(destroy_waits_for_the_tasks_still_running),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_are_enomem_and_lose_nothing),
