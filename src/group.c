@@ -59,12 +59,13 @@ group_fire(struct heist__then *n, struct heist_future *j)
 	heist__group_count_out(g);
 }
 
-/* The lane of the calling thread: its own, if it is a worker of g's pool. */
+/* The lane of the calling thread: its own, if it is a worker (or the guest) of g's
+ * pool; the shared last one for spares, other pools' workers and outside threads. */
 static struct group_lane *
 my_lane(struct heist_group *g)
 {
 	struct worker *w = heist__current();
-	return &g->lane[w && w->pool == g->pool ? w->index % g->lanes : g->lanes];
+	return &g->lane[w && w->pool == g->pool && w->index < g->lanes ? w->index : g->lanes];
 }
 
 /* Counted in before the job is queued. relaxed: the queue's hand-off orders it before
@@ -116,9 +117,9 @@ lanes_sum(struct heist_group *g, size_t offset, memory_order o)
 /* Whether the count outs named by offset (finished, or left) have caught up with the
  * count ins. They are read first, with acquire: a count out is made after its count
  * in, so each one we see has its count in visible to the loads of submitted after
- * them (relaxed: coherence suffices). What we sum is then a subset of the jobs whose
- * count ins we sum; equal counts mean equal sets: every job counted in has counted
- * out. A job counted in later than our read comes from a job counted in and not out
+ * them (relaxed: the acquire's happens-before, and read coherence). What we sum is
+ * then a subset of the jobs whose count ins we sum; equal counts mean equal sets:
+ * every job counted in has counted out. A job counted in later than our read comes from a job counted in and not out
  * (there is none then) or from a thread the caller must synchronise with. */
 static bool
 caught_up(struct heist_group *g, size_t offset)
@@ -164,8 +165,10 @@ disarm(struct heist_group *g)
  * A finisher the armed sum missed saw the sleeper's increment (the Dekker pair), so it
  * counts down: no job is left out, and one counted both ways only makes countdown
  * low. A count down erased by a disarm (the reset) is one the sum sees (see disarm).
- * So countdown never exceeds the jobs not yet final: when they reach 0 it is at or
- * below 0, and the finisher that took it from 1 to 0 woke us. The other sleepers
+ * So countdown never exceeds the count downs still to come: the last of them leaves
+ * it at or below 0, and the one that took it from 1 to 0 woke us (a finisher counts
+ * down after its count out, so that wake may come a moment after the group is done;
+ * the sleepers' sums look again). The other sleepers
  * sleep until that wake, or until the armed one leaves (disarm). */
 void
 heist__group_sleep(struct heist_group *g, uint64_t timeout_ns)
@@ -222,9 +225,9 @@ heist_group_create(heist_pool *pool, heist_group **out)
 		*out = NULL;
 	if (!pool || !out)
 		return EINVAL;
-	/* A lane per slot of the pool's workers and guest, up to LANES_MAX (spares
-	 * and more workers share them), and one for every other thread. aligned: each
-	 * lane has a cache line of its own. */
+	/* A lane per slot of the pool's workers and guest, up to LANES_MAX, and one
+	 * for every other thread (and the workers beyond). aligned: each lane has a
+	 * cache line of its own. */
 	unsigned lanes = pool->slots < LANES_MAX ? pool->slots : LANES_MAX;
 	size_t size = sizeof(struct heist_group) + (lanes + 1) * sizeof(struct group_lane);
 	struct heist_group *g = heist__aligned_alloc(CACHE_LINE, size);
@@ -297,7 +300,7 @@ heist_group_destroy(heist_group *g)
 		return;
 	heist__wait_group(g);
 	/* The last count outs may still be on their way out of g (a wake): a few
-	 * instructions, unless their thread was preempted. */
+	 * instructions, unless their thread was preempted; yielding lets it run. */
 	while (!all_left(g))
 		sched_yield();
 	heist_cancel_release(g->token);

@@ -13,8 +13,8 @@
 
 struct heist_future;
 
-/* A lane: the counts kept by the threads that use it (a worker of the group's pool
- * uses lane index % lanes, any other thread the last one), on a line of its own, so
+/* A lane: the counts kept by the threads that use it (a worker or the guest of the
+ * group's pool uses lane index, any other thread the last one), on a line of its own, so
  * that a submit and a finish write no line another thread writes. The group's jobs
  * not yet final are the sum of submitted less the sum of finished, over every lane: a
  * job may be counted in on one lane and out on another. */
@@ -30,13 +30,14 @@ struct heist_group {
 					   or heist_group_cancel requests it */
 	unsigned lanes;			/* the workers' lanes; lane[lanes] is the rest's */
 	_Atomic int error;		/* the first nonzero result, or 0 */
-	/* Threads asleep in heist__group_sleep, or about to be. While it is not 0,
-	 * every finisher also counts down countdown (group.c argues it). */
-	_Atomic uint32_t sleepers;
+	/* Sleeping, on a line of its own: read by every finisher, written only while
+	 * someone sleeps. Threads asleep in heist__group_sleep, or about to be: while
+	 * it is not 0, every finisher also counts down countdown (group.c argues it). */
+	CACHE_ALIGNED _Atomic uint32_t sleepers;
 	_Atomic uint32_t wake_seq;	/* the futex word they sleep on */
 	_Atomic uint32_t armed;		/* a sleeper has set countdown going */
-	/* Never above the jobs not yet final, while a sleeper is armed: the finisher
-	 * that takes it from 1 to 0 wakes the sleepers. */
+	/* While a sleeper is armed, never above the count downs still to come: the
+	 * finisher that takes it from 1 to 0 wakes the sleepers. */
 	_Atomic int64_t countdown;
 	struct group_lane lane[];	/* lanes + 1 */
 };

@@ -100,7 +100,8 @@ struct held {
 	struct record *head, *tail;
 	unsigned n;
 	bool keyed;		/* held_key's destructor sends them home at exit */
-	bool gone;		/* that destructor ran: later frees push at once */
+	bool gone;		/* that destructor ran: later frees push at once
+				   (a later key's destructor may free records) */
 };
 
 static __thread struct cache *my_cache __attribute__((tls_model("initial-exec")));
@@ -171,6 +172,7 @@ held_exit(void *p)
 {
 	struct held *h = p;
 	send_held(h);
+	h->keyed = false;	/* glibc cleared our value: nothing would send more */
 	h->gone = true;
 }
 
@@ -204,10 +206,10 @@ make_key(void)
 static bool
 may_hold(struct held *h)
 {
-	if (h->keyed)
-		return true;
 	if (h->gone)
 		return false;
+	if (h->keyed)
+		return true;
 	pthread_once(&cache_key_once, make_key);
 	h->keyed = held_key_made && pthread_setspecific(held_key, h) == 0;
 	return h->keyed;

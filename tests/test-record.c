@@ -5,7 +5,8 @@
  * their home cache, so that the home thread's next allocations need no malloc (calls
  * counted by faults.c); and a thread that exits with records still out leaks nothing
  * once they come home, also when they come home while it exits (AddressSanitizer's
- * leak check at exit is the judge there, and ThreadSanitizer's for the hand-over). Job
+ * leak check at exit is the judge there, and ThreadSanitizer's for the hand-over); a
+ * record freed by a thread's late key destructor still goes home. Job
  * records inside pools are tested by test-submit.c's ENOMEM test. Rules and helpers:
  * common.h; the helper threads here record what they saw for the test thread.
  */
@@ -255,6 +256,73 @@ records_freed_while_their_thread_exits_leak_nothing(void **state)
 	}
 }
 
+/* A record freed from a thread's key destructor that runs after the record cache's own
+ * (a later key's, as a user's thread-local cleanup is), on a thread that held records
+ * of another cache before: it still goes home. The home is a fresh thread, whose one
+ * slab runs out within MANY allocations; after that they come from its remote stack,
+ * where the late record must be. */
+struct late_free {
+	void *first, *late;
+	pthread_key_t key;
+	int found;		/* allocations until the late record came back; -1: never */
+};
+
+static void
+late_destructor(void *p)
+{
+	heist__record_free(p);
+}
+
+static void *
+late_freer_main(void *arg)
+{
+	struct late_free *lf = arg;
+	heist__record_free(lf->first);	/* held: this thread now holds records */
+	pthread_setspecific(lf->key, lf->late);
+	return NULL;
+}
+
+static void *
+late_home_main(void *arg)
+{
+	struct late_free *lf = arg;
+	lf->found = -1;
+	lf->first = heist__record_alloc();
+	lf->late = heist__record_alloc();
+	/* After the cache's keys exist (the first allocation made them): a higher
+	 * index, so its destructor runs after theirs. */
+	if (!lf->first || !lf->late || pthread_key_create(&lf->key, late_destructor))
+		return NULL;
+	pthread_t t;
+	if (pthread_create(&t, NULL, late_freer_main, lf))
+		return NULL;
+	pthread_join(t, NULL);
+	void **r = calloc(4 * MANY, sizeof *r);
+	int n = 0;
+	while (r && n < 4 * MANY && (r[n] = heist__record_alloc())) {
+		if (r[n++] == lf->late) {
+			lf->found = n;
+			break;
+		}
+	}
+	while (n > 0)
+		heist__record_free(r[--n]);
+	free(r);
+	pthread_key_delete(lf->key);
+	return NULL;
+}
+
+static void
+a_record_freed_by_a_late_destructor_goes_home(void **state)
+{
+	(void)state;
+	struct late_free lf = {0};
+	pthread_t home;
+	assert_int_equal(pthread_create(&home, NULL, late_home_main, &lf), 0);
+	pthread_join(home, NULL);
+	assert_true(lf.found > 0);
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* The high-water mark                                                                */
 
@@ -314,6 +382,7 @@ main(void)
 		cmocka_unit_test(records_freed_on_another_thread_go_back_to_their_home_cache),
 		cmocka_unit_test(a_thread_that_exits_with_records_out_leaks_nothing),
 		cmocka_unit_test(records_freed_while_their_thread_exits_leak_nothing),
+		cmocka_unit_test(a_record_freed_by_a_late_destructor_goes_home),
 		cmocka_unit_test(trim_gives_back_what_a_burst_left),
 	};
 	return RUN_TESTS(tests);
