@@ -155,8 +155,16 @@ push_remote(struct cache *c, struct record *head, struct record *tail, long n)
 	}
 }
 
-/* Send the records h holds to their home. */
-static void
+/* Push r alone (a thread that cannot hold records). */
+static noinline void
+push_one(struct cache *c, struct record *r)
+{
+	push_remote(c, r, r, 1);
+}
+
+/* Send the records h holds to their home. Out of line: heist__record_free calls it once
+ * in OUT_BATCH, and inlined it would make every free save and restore registers. */
+static noinline void
 send_held(struct held *h)
 {
 	if (!h->n)
@@ -202,17 +210,23 @@ make_key(void)
 	held_key_made = pthread_key_create(&held_key, held_exit) == 0;
 }
 
-/* Whether this thread may hold records of other caches: its held_key is set. */
-static bool
-may_hold(struct held *h)
+/* Set this thread's held_key, so that what it holds goes home at its exit. */
+static noinline bool
+start_holding(struct held *h)
 {
-	if (h->gone)
-		return false;
-	if (h->keyed)
-		return true;
 	pthread_once(&cache_key_once, make_key);
 	h->keyed = held_key_made && pthread_setspecific(held_key, h) == 0;
 	return h->keyed;
+}
+
+/* Whether this thread may hold records of other caches: its held_key is set (held_exit
+ * clears keyed as it sets gone). */
+static inline bool
+may_hold(struct held *h)
+{
+	if (h->keyed)
+		return true;
+	return !h->gone && start_holding(h);
 }
 
 static struct cache *
@@ -274,6 +288,25 @@ freed_twice(void *p)
 	abort();
 }
 
+/* Free r, of another cache c, with what h holds: start holding, or push. */
+static noinline void
+free_elsewhere(struct held *h, struct cache *c, struct record *r)
+{
+	if (!may_hold(h)) {
+		push_one(c, r);
+		return;
+	}
+	if (h->home != c) {
+		send_held(h);
+		h->home = c;
+		h->tail = r;
+	}
+	r->next = h->head;
+	h->head = r;
+	if (++h->n == OUT_BATCH)
+		send_held(h);
+}
+
 void
 heist__record_free(void *p)
 {
@@ -291,21 +324,15 @@ heist__record_free(void *p)
 	}
 	/* Another cache's: held, and pushed there OUT_BATCH at a time, so that the
 	 * threads that finish another thread's jobs do not all CAS its stack for each
-	 * one. */
+	 * one. The common case here, the rest out of line (no registers to save). */
 	struct held *h = &my_held;
-	if (!may_hold(h)) {
-		push_remote(c, r, r, 1);
+	if (h->keyed && h->home == c && h->n < OUT_BATCH - 1) {
+		r->next = h->head;
+		h->head = r;
+		h->n++;
 		return;
 	}
-	if (h->home != c) {
-		send_held(h);
-		h->home = c;
-		h->tail = r;
-	}
-	r->next = h->head;
-	h->head = r;
-	if (++h->n == OUT_BATCH)
-		send_held(h);
+	free_elsewhere(h, c, r);
 }
 
 /* Which slabs a trim frees: those whose every record is on the free lists, but the
