@@ -528,7 +528,10 @@ HEIST_EXPORT bool heist_cancelled(void);
 typedef struct heist_group heist_group;
 
 /**
- * Create an empty group whose tasks run on pool.
+ * Create an empty group whose tasks run on pool. The group counts its tasks on one
+ * cache line per worker (up to 16), so that submits and finishes on different
+ * threads write no common line: it takes a few KiB at most, allocated here, and none
+ * per task.
  * @returns 0; EINVAL if pool or out is NULL; ENOMEM.
  * @since 0.1
  */
