@@ -114,18 +114,25 @@ lanes_sum(struct heist_group *g, size_t offset, memory_order o)
 	return sum;
 }
 
-/* Whether the count outs named by offset (finished, or left) have caught up with the
- * count ins. They are read first, with acquire: a count out is made after its count
- * in, so each one we see has its count in visible to the loads of submitted after
- * them (relaxed: the acquire's happens-before, and read coherence). What we sum is
- * then a subset of the jobs whose count ins we sum; equal counts mean equal sets:
- * every job counted in has counted out. A job counted in later than our read comes from a job counted in and not out
- * (there is none then) or from a thread the caller must synchronise with. */
+/* How far the count outs named by offset (finished, or left) are behind the count
+ * ins. They are read first, with acquire: a count out is made after its count in, so
+ * each one we see has its count in visible to the loads of submitted after them
+ * (relaxed: the acquire's happens-before, and read coherence). What we sum is then a
+ * subset of the jobs whose count ins we sum; equal counts mean equal sets: every job
+ * counted in has counted out. A job counted in later than our read comes from a job
+ * counted in and not out (there is none then) or from a thread the caller must
+ * synchronise with. */
+static uint64_t
+behind(struct heist_group *g, size_t offset)
+{
+	uint64_t out = lanes_sum(g, offset, memory_order_acquire);
+	return lanes_sum(g, offsetof(struct group_lane, submitted), memory_order_relaxed) - out;
+}
+
 static bool
 caught_up(struct heist_group *g, size_t offset)
 {
-	uint64_t out = lanes_sum(g, offset, memory_order_acquire);
-	return out == lanes_sum(g, offsetof(struct group_lane, submitted), memory_order_relaxed);
+	return behind(g, offset) == 0;
 }
 
 bool
@@ -189,11 +196,7 @@ heist__group_sleep(struct heist_group *g, uint64_t timeout_ns)
 							   memory_order_seq_cst,
 							   memory_order_seq_cst)) {
 		/* Summed after arming, which came after the last disarm. */
-		uint64_t out = lanes_sum(g, offsetof(struct group_lane, finished),
-					 memory_order_acquire);
-		uint64_t in = lanes_sum(g, offsetof(struct group_lane, submitted),
-					memory_order_relaxed);
-		int64_t left = (int64_t)(in - out);
+		int64_t left = (int64_t)behind(g, offsetof(struct group_lane, finished));
 		/* release: see seq above. Finishers since our fence may have counted
 		 * down already: then it starts lower. */
 		if (atomic_fetch_add_explicit(&g->countdown, left, memory_order_release) +

@@ -14,8 +14,8 @@
 struct heist_future;
 
 /* A lane: the counts kept by the threads that use it (a worker or the guest of the
- * group's pool uses lane index, any other thread the last one), on a line of its own, so
- * that a submit and a finish write no line another thread writes. The group's jobs
+ * group's pool uses lane index, any other thread the last one), on a line of its own,
+ * so that a submit and a finish write no line another thread writes. The group's jobs
  * not yet final are the sum of submitted less the sum of finished, over every lane: a
  * job may be counted in on one lane and out on another. */
 struct group_lane {

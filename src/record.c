@@ -3,8 +3,9 @@
  * free list; any other thread frees by pushing onto the owner's remote stack (a
  * Treiber stack that the owner empties with one exchange, so there is no ABA),
  * OUT_BATCH records at a time: a thread holds what it freed of one other cache until
- * it has that many, frees one of another cache, trims or exits. When the owner exits, the stack is sealed with ORPHANED: records that come back later
- * only count down, and the last one frees the cache. Records are carved from slabs of
+ * it has that many, frees one of another cache, trims or exits. When the owner exits,
+ * the stack is sealed with ORPHANED: records that come back later only count down,
+ * and the last one frees the cache. Records are carved from slabs of
  * SLAB_BYTES, aligned to their size so that a record's slab is its address rounded
  * down, so even a thread whose tasks in flight reach a new high calls malloc once per
  * SLAB_RECORDS of them. The high-water mark: heist__record_trim, on the owner at a
