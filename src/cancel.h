@@ -65,7 +65,7 @@ bool heist__job_cancel_queued(struct heist_future *j);
  * wake its waiters. The caller drops its belongings first. */
 void heist__job_cancel_taken(struct heist_future *j);
 
-/* The job this thread is running, for heist_cancelled. initial-exec, as heist__self_v1. */
+/* The job this thread is running, for heist_cancelled. initial-exec, as heist__self_v2. */
 extern __thread struct heist_future *heist__current_job
 	__attribute__((tls_model("initial-exec")));
 

@@ -8,15 +8,33 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* A new array of `capacity` slots, with a quarter of that again past them for the
+ * owner's window (deque.h). */
 static struct deque_array *
 array_new(size_t capacity)
 {
-	struct deque_array *a = heist__malloc(sizeof(*a) + capacity * sizeof(a->slot[0]));
+	size_t overhang = capacity / 4;
+	struct deque_array *a = heist__malloc(sizeof(*a) +
+					      (capacity + overhang) * sizeof(a->slot[0]));
 	if (!a)
 		return NULL;
 	a->retired_next = NULL;
 	a->mask = (int64_t)capacity - 1;
+	a->overhang = (int64_t)overhang;
 	return a;
+}
+
+/* The capacity, and the end of the owner's window. */
+static int64_t capacity(const struct deque_array *a) { return a->mask + 1; }
+static int64_t window(const struct deque_array *a) { return a->mask + 1 + a->overhang; }
+
+/* Owner only: put the head at index b, which the window [origin, origin + window)
+ * holds (b - origin <= window). */
+static void
+set_head(struct deque *dq, int64_t b)
+{
+	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
+	atomic_store_explicit(&dq->head, &dq->array->slot[b - origin], memory_order_relaxed);
 }
 
 int
@@ -29,18 +47,23 @@ heist__deque_init(struct deque *dq, size_t capacity, const struct hazard *hazard
 	struct deque_array *a = array_new(cap);
 	if (!a)
 		return ENOMEM;
-	atomic_init(&dq->bottom, 0);
 	atomic_init(&dq->public_bottom, 0);
 	atomic_init(&dq->top, 0);
 	atomic_init(&dq->flags, 0);
-	dq->owner_flags = 0;
 	atomic_init(&dq->shared_array, a);
+	atomic_init(&dq->origin, 0);
+	atomic_init(&dq->head, a->slot);
+	atomic_init(&dq->base, a->slot);
+	atomic_init(&dq->limit, DQ_RING_LIMIT);
+	atomic_init(&dq->split, DQ_RING_SPLIT);
 	dq->array = a;
 	dq->retired = NULL;
 	dq->public_cache = 0;
 	dq->top_cache = 0;
 	dq->hazards = hazards;
 	dq->nhazards = nhazards;
+	dq->shut = false;
+	heist__deque_set_bounds(dq);
 	return 0;
 }
 
@@ -54,6 +77,51 @@ heist__deque_fini(struct deque *dq)
 	}
 	free(dq->array);
 	dq->array = NULL;
+}
+
+/* The bounds. room: a push has room below top_cache + capacity (a slot is reused
+ * only once its index is below top) and inside the window. floor: a pop takes a
+ * private task at or above public_cache, inside the window.
+ *
+ * Why no ring is lost. A thief's request is a relaxed fetch_or of DQ_REQUEST and
+ * then release stores of the ring into limit and split (heist__deque_request). The
+ * owner writes the bounds only here, with exchanges, and looks at the flag after
+ * them. An exchange reads the latest value of its word: so either a ring is still
+ * in limit (split) after our exchange, and the fast paths see it, or our exchange
+ * read it, and then (acquire, pairing with the ring's release) our load of the flag
+ * below sees DQ_REQUEST, or a later value, which only a publish writes, after it
+ * answered the request. When the flag is up we ring again ourselves: the request
+ * stays pending until a publish answers it (worker.c), and the fast paths stay out
+ * until then. */
+noinline void
+heist__deque_set_bounds(struct deque *dq)
+{
+	struct deque_array *a = dq->array;
+	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
+	int64_t room = dq->top_cache + capacity(a) - origin;
+	if (room > window(a))
+		room = window(a);
+	int64_t floor = dq->public_cache - origin;
+	dq->low = floor < 0;
+	if (floor < 0)
+		floor = 0;
+	dq->room = &a->slot[room];
+	dq->floor = &a->slot[floor];
+	dq->split_high = false;
+	uintptr_t limit = dq->shut ? DQ_SHUT_LIMIT : (uintptr_t)dq->room;
+	uintptr_t split = dq->shut ? DQ_SHUT_SPLIT : (uintptr_t)dq->floor;
+	/* acquire, the loads and the exchanges: pairs with the release of a thief's
+	 * ring (above). A word that holds what we would write already needs no write,
+	 * and then erases no ring. */
+	if (atomic_load_explicit(&dq->limit, memory_order_acquire) != limit)
+		atomic_exchange_explicit(&dq->limit, limit, memory_order_acquire);
+	if (atomic_load_explicit(&dq->split, memory_order_acquire) != split)
+		atomic_exchange_explicit(&dq->split, split, memory_order_acquire);
+	if (!dq->shut && heist__deque_split_requested(dq)) {
+		/* relaxed: only our own fast paths read these, on this thread. */
+		atomic_store_explicit(&dq->limit, DQ_RING_LIMIT, memory_order_relaxed);
+		atomic_store_explicit(&dq->split, DQ_RING_SPLIT, memory_order_relaxed);
+	}
 }
 
 static bool
@@ -90,26 +158,31 @@ reclaim(struct deque *dq)
  * shared_array before our store), so it goes on the retired list, and is freed here,
  * now or at a later growth, once no thief's hazard cell names it (deque.h). At most
  * every array is retired once, so the retired ones never hold more than the current
- * array's size in all. */
-noinline int
-heist__deque_grow(struct deque *dq)
+ * array's size in all. Every queued task goes to its own slot of the new array, and
+ * the window starts at the last multiple of the new capacity at or below bottom. */
+static int
+grow(struct deque *dq)
 {
 	struct deque_array *old = dq->array;
-	struct deque_array *a = array_new((size_t)(old->mask + 1) * 2);
+	struct deque_array *a = array_new((size_t)capacity(old) * 2);
 	if (!a)
 		return ENOMEM;
 	/* acquire: pairs with thieves' CAS of top; slots below it are theirs. */
 	int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed);
+	int64_t b = heist__deque_bottom(dq);
 	for (int64_t i = t; i < b; i++)
 		atomic_store_explicit(&a->slot[i & a->mask],
-				      atomic_load_explicit(&old->slot[i & old->mask],
+				      atomic_load_explicit(deque_owner_slot(dq, i),
 							   memory_order_relaxed),
 				      memory_order_relaxed);
 	/* release: the copied slots are visible to a thief that loads the new array;
 	 * pairs with the acquire load of shared_array in steal(). */
 	atomic_store_explicit(&dq->shared_array, a, memory_order_release);
 	dq->array = a;
+	/* relaxed, all three: for heist__deque_size's snapshot only. */
+	atomic_store_explicit(&dq->origin, b & ~a->mask, memory_order_relaxed);
+	atomic_store_explicit(&dq->base, a->slot, memory_order_relaxed);
+	set_head(dq, b);
 	old->retired_next = dq->retired;
 	dq->retired = old;
 	/* seq_cst fence: our store of shared_array comes before our reads of the hazard
@@ -121,17 +194,86 @@ heist__deque_grow(struct deque *dq)
 	return 0;
 }
 
-/* Owner only: make every queued task public but the newest `keep`. */
+/* Owner only: the head is at the end of the window. Move the window on by the
+ * capacity: the private tasks in the overhang go to their own slots, at the start of
+ * the array. Those slots are free: a push into the overhang had room, so the index a
+ * capacity below was under top already. */
+static void
+window_on(struct deque *dq)
+{
+	struct deque_array *a = dq->array;
+	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
+	int64_t cap = capacity(a);
+	for (int64_t p = cap; p < window(a); p++)
+		if (origin + p >= dq->public_cache)	/* public ones were copied */
+			atomic_store_explicit(&a->slot[p - cap],
+					      atomic_load_explicit(&a->slot[p],
+								   memory_order_relaxed),
+					      memory_order_relaxed);
+	/* relaxed: for heist__deque_size's snapshot only (deque.h). */
+	atomic_store_explicit(&dq->origin, origin + cap, memory_order_relaxed);
+	atomic_store_explicit(&dq->head, &a->slot[window(a) - cap], memory_order_relaxed);
+}
+
+noinline int
+heist__deque_push_slow(struct deque *dq, struct task *t)
+{
+	int64_t b = heist__deque_bottom(dq);
+	if (b - dq->top_cache >= capacity(dq->array)) {
+		/* acquire: pairs with a thief's CAS of top, so its read of the slot we
+		 * are about to reuse happens before our write to it. */
+		dq->top_cache = atomic_load_explicit(&dq->top, memory_order_acquire);
+		if (b - dq->top_cache >= capacity(dq->array)) {
+			int err = grow(dq);
+			if (err)
+				return err;
+		}
+	}
+	if (deque_pos(dq) == window(dq->array))
+		window_on(dq);
+	dq_slot *h = atomic_load_explicit(&dq->head, memory_order_relaxed);
+	/* relaxed: private until publish, as in heist__deque_try_push. */
+	atomic_store_explicit(h, t, memory_order_relaxed);
+	atomic_store_explicit(&dq->head, h + 1, memory_order_relaxed);
+	heist__deque_set_bounds(dq);
+	return 0;
+}
+
+/* The head is at origin, the bottom task below it: move the window back by the
+ * capacity (nothing sits at or above the old origin, so nothing moves) and drop the
+ * task, now the window's last. */
+noinline void
+heist__deque_drop_below(struct deque *dq)
+{
+	struct deque_array *a = dq->array;
+	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
+	/* relaxed: for heist__deque_size's snapshot only (deque.h). */
+	atomic_store_explicit(&dq->origin, origin - capacity(a), memory_order_relaxed);
+	atomic_store_explicit(&dq->head, &a->slot[capacity(a) - 1], memory_order_relaxed);
+	heist__deque_set_bounds(dq);
+}
+
+/* Owner only: make every queued task public but the newest `keep`. A task the owner
+ * keeps in the overhang goes to its own slot first. */
 noinline void
 heist__deque_publish(struct deque *dq, int64_t keep)
 {
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed) - keep;
+	int64_t b = heist__deque_bottom(dq) - keep;
 	if (b < dq->public_cache)
 		b = dq->public_cache;
+	struct deque_array *a = dq->array;
+	int64_t in_overhang = atomic_load_explicit(&dq->origin, memory_order_relaxed) +
+			      capacity(a);
+	for (int64_t i = dq->public_cache > in_overhang ? dq->public_cache : in_overhang;
+	     i < b; i++)
+		atomic_store_explicit(&a->slot[i & a->mask],
+				      atomic_load_explicit(deque_owner_slot(dq, i),
+							   memory_order_relaxed),
+				      memory_order_relaxed);
 	/* relaxed: a thief that raises the flag again after this simply waits for
 	 * our next publish; the flag carries no data. A request raised between our
 	 * load and this store is lost the same way: the thief asks again. */
-	atomic_store_explicit(&dq->flags, dq->owner_flags, memory_order_relaxed);
+	atomic_store_explicit(&dq->flags, 0, memory_order_relaxed);
 	/* seq_cst, so release: the slots stored before it are visible to a thief whose
 	 * acquire load of public_bottom (heist__deque_steal) sees this value. seq_cst
 	 * because the sleep protocol needs it: a worker about to sleep makes a seq_cst
@@ -140,13 +282,16 @@ heist__deque_publish(struct deque *dq, int64_t keep)
 	 * as the store of every such pair is (internal.h, dekker_store). */
 	dekker_store(&dq->public_bottom, b);
 	dq->public_cache = b;
+	heist__deque_set_bounds(dq);
 }
 
-/* Owner only: pop the bottom task when the private region is empty. */
+/* Owner only: pop the bottom task when the private region is empty (so bottom is
+ * public_cache). */
 noinline struct task *
 heist__deque_pop_public(struct deque *dq)
 {
-	int64_t b = atomic_load_explicit(&dq->bottom, memory_order_relaxed) - 1;
+	int64_t bottom = dq->public_cache;
+	int64_t b = bottom - 1;
 	/* relaxed store, then the seq_cst fence: our claim on slot b must be visible
 	 * before we read top. Pairs with the fence in heist__deque_steal between its
 	 * loads of top and public_bottom; without the pair, the owner and a thief can
@@ -156,6 +301,7 @@ heist__deque_pop_public(struct deque *dq)
 	int64_t t = atomic_load_explicit(&dq->top, memory_order_relaxed);
 	struct task *x = NULL;
 	if (t <= b) {
+		/* A public slot: the task is in its own slot (publish put it there). */
 		x = atomic_load_explicit(&dq->array->slot[b & dq->array->mask],
 					 memory_order_relaxed);
 		if (t == b) {
@@ -174,8 +320,17 @@ heist__deque_pop_public(struct deque *dq)
 	/* relaxed: restoring public_bottom after a failed or last pop publishes no
 	 * slot; a thief that reads the lower value sees an empty deque and retries. */
 	atomic_store_explicit(&dq->public_bottom, b, memory_order_relaxed);
-	atomic_store_explicit(&dq->bottom, b, memory_order_relaxed);
 	dq->public_cache = b;
+	if (b < bottom)
+		heist__deque_drop_private(dq);
+	/* The private region is empty: floor is head. split stays where it was:
+	 * public_cache only went down, so split lags above floor now, which keeps
+	 * more pops than needed from the fast path, never one too many. An exchange
+	 * per pop would cost a locked instruction; the library's heist_sync sets it
+	 * when a pop comes its way (split_high). */
+	dq->floor = atomic_load_explicit(&dq->head, memory_order_relaxed);
+	dq->low = false;
+	dq->split_high = true;
 	return x;
 }
 

@@ -188,7 +188,7 @@ heist_for_each(heist_pool *pool, size_t begin, size_t end, size_t grain,
 		return 0;
 	struct worker *w = heist__current();
 	bool nested = w && w->pool == pool &&
-		      (w->in_body || heist__deque_size(&w->dq) != 0);
+		      (w->in_body || heist__deque_count(&w->dq) != 0);
 	size_t g = grain ? grain : auto_grain(end - begin, pool->n, nested);
 	struct loop l = {body, arg, g, nested ? 1 : pool->n, 0, 0};
 	struct range r = {&l, begin, end, false};

@@ -25,8 +25,9 @@ run_at_once(struct task *t)
 	atomic_store_explicit(&t->state, TASK_DONE, memory_order_release);
 }
 
-/* After a push, with a flag up: stamp the task for the profiler (it is still private:
- * nobody reads it before the publish below), and answer a thief's request. */
+/* After a push, with the profiler on or a thief's request: stamp the task for the
+ * profiler (it is still private: nobody reads it before the publish below), and
+ * answer the request. */
 static noinline void
 spawn_flagged(struct worker *w, struct task *t)
 {
@@ -42,12 +43,12 @@ spawn_flagged(struct worker *w, struct task *t)
 		heist__worker_publish(w, 0);
 }
 
-/* heist_spawn with a full array: grow it; without memory, run the child now (a legal
- * schedule of strict fork-join: sync then finds it done). */
+/* heist_spawn with no room: grow the array; without memory, run the child now (a
+ * legal schedule of strict fork-join: sync then finds it done). */
 static noinline void
 spawn_full(struct worker *w, struct task *t)
 {
-	if (heist__deque_push_full(&w->dq, t) != 0) {
+	if (heist__deque_push_slow(&w->dq, t) != 0) {
 		counter_add(&w->stats.executed, 1);
 		run_at_once(t);
 		return;
@@ -61,9 +62,9 @@ spawn_outside(struct task *t)
 	run_at_once(t);
 }
 
-/* The out-of-line spawn (heist/inline.h calls it when its fast path does not apply).
- * Its own fast path makes no call but tail calls, so it saves no registers, and it
- * tests one flag byte for both a thief's request and the profiler. */
+/* The out-of-line spawn (heist/inline.h calls it when its fast path does not apply:
+ * no room, a ring, the profiler, no worker). Its own fast path makes no call but
+ * tail calls, so it saves no registers. */
 HEIST_EXPORT void
 (heist_spawn)(heist_task *ht, heist_fn fn, void *arg)
 {
@@ -85,8 +86,10 @@ HEIST_EXPORT void
 		spawn_full(w, t);
 		return;
 	}
-	if (unlikely(heist__deque_flags(&w->dq)))
+	if (unlikely((HEIST_PROFILER && w->profile) || heist__deque_split_requested(&w->dq)))
 		spawn_flagged(w, t);
+	else
+		heist__deque_reopen(&w->dq);	/* so that the next spawns stay inline */
 }
 
 static noreturn void
@@ -107,7 +110,8 @@ mark_synced(struct task *t)
 #endif
 }
 
-/* heist_sync when t was not at the bottom of the deque, or a flag is up. */
+/* heist_sync when t was not at the bottom of the deque, a thief asks for work, or the
+ * profiler times t. */
 static noinline int
 sync_slow(struct worker *w, struct task *t)
 {
@@ -166,16 +170,16 @@ HEIST_EXPORT int
 	struct worker *w = heist__current();
 	if (unlikely(!w))
 		return t->result;	/* spawn ran it already */
-	/* One flag test: with a request, or the profiler on and t to be timed, take
-	 * the slow path. */
-	if (likely(heist__deque_peek_private(&w->dq) == t)) {
-		uint8_t f = heist__deque_flags(&w->dq);
-		if (likely(!f) || (f == DQ_PROFILE && !t->created_tsc)) {
-			heist__deque_drop_private(&w->dq);
-			counter_add(&w->stats.pairs, 1);
-			mark_synced(t);
-			return t->fn(t->arg);
-		}
+	/* So that the next syncs stay inline. */
+	heist__deque_reopen(&w->dq);
+	/* With a request, or the profiler on and t to be timed, the slow path. */
+	if (likely(heist__deque_peek_private(&w->dq) == t) &&
+	    likely(!heist__deque_split_requested(&w->dq)) &&
+	    !(HEIST_PROFILER && w->profile && t->created_tsc)) {
+		heist__deque_drop_private(&w->dq);
+		counter_add(&w->stats.pairs, 1);
+		mark_synced(t);
+		return t->fn(t->arg);
 	}
 	return sync_slow(w, t);
 }

@@ -20,7 +20,7 @@
 static inline bool
 heist__split_wanted(struct worker *w)
 {
-	if (heist__deque_size(&w->dq) == 0)
+	if (heist__deque_count(&w->dq) == 0)
 		return true;
 	if (heist__deque_split_requested(&w->dq))
 		heist__worker_publish(w, 0);

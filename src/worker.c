@@ -24,36 +24,30 @@
 #include "submit.h"
 #include "wait.h"
 
-/* A full deque that is empty: mask -1 leaves no room (b - top_cache > mask), and
- * bottom == public_cache holds no private task. */
-static const struct heist__array_view no_room = { .mask = -1 };
+/* The stand-in for a thread that is no worker: its bounds fail both fast paths'
+ * compares (no address is below 0 or above the highest), so they call the library,
+ * which finds no worker and runs the task inline. */
 const struct heist__worker_view heist__nobody = {
-	.array = (struct heist__array_view *)&no_room,
+	.limit = DQ_RING_LIMIT,
+	.split = DQ_RING_SPLIT,
 };
 
-HEIST_EXPORT __thread void *heist__self_v1 __attribute__((tls_model("initial-exec"))) =
+HEIST_EXPORT __thread void *heist__self_v2 __attribute__((tls_model("initial-exec"))) =
 	(void *)&heist__nobody;
 
-/* The layout heist/inline.h's fast paths rely on (HEIST__LAYOUT 1). Changing any of
+/* The layout heist/inline.h's fast paths rely on (HEIST__LAYOUT 2). Changing any of
  * these offsets changes the layout: see the rule in that header. */
 #define SAME_OFFSET(view, field) \
 	static_assert(offsetof(struct heist__worker_view, view) == offsetof(struct worker, field), \
 		      "heist/inline.h: " #view)
-SAME_OFFSET(bottom, dq.bottom);
-SAME_OFFSET(public_cache, dq.public_cache);
-SAME_OFFSET(top_cache, dq.top_cache);
-SAME_OFFSET(array, dq.array);
-SAME_OFFSET(flags, dq.flags);
+SAME_OFFSET(head, dq.head);
+SAME_OFFSET(limit, dq.limit);
+SAME_OFFSET(split, dq.split);
 SAME_OFFSET(epoch, cur_epoch);
-SAME_OFFSET(sample_mask, sample_mask);
-SAME_OFFSET(sample_tick, sample_tick);
 SAME_OFFSET(pairs, stats.pairs);
-static_assert(sizeof(struct heist__array_view) == offsetof(struct deque_array, slot),
-	      "heist/inline.h: the slots follow the mask");
-static_assert(offsetof(struct heist__array_view, mask) == offsetof(struct deque_array, mask),
-	      "heist/inline.h: mask");
+static_assert(sizeof(void **) == sizeof(dq_slot *) && sizeof(uintptr_t) == sizeof(_Atomic uintptr_t),
+	      "heist/inline.h: the owner's words");
 static_assert(HEIST__LINE == CACHE_LINE, "heist/inline.h: the line stride");
-static_assert(HEIST__FLAG_PROFILE == DQ_PROFILE, "heist/inline.h: the profiler's bit");
 
 enum {
 	BATCH_MAX = 32,		/* injector tasks taken at once */

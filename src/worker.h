@@ -22,16 +22,15 @@ struct worker {
 	struct deque dq;		/* first: its owner line is the hottest */
 
 	/* Owner's line: written only by this worker (stats are read by anyone). The
-	 * inline fast paths (heist/inline.h) use cur_epoch and two of the counters:
-	 * they stay first, at the offsets worker.c asserts. */
+	 * inline fast paths (heist/inline.h) use cur_epoch and the first counter: they
+	 * stay first, at the offsets worker.c asserts. */
 	/* The idle epoch of the work this thread runs now (submit.c): the job's, a
 	 * stolen task's spawner's (spawn records it in the task), the guest's: 0 or 1,
 	 * the parity. What it submits, and the continuations it queues, count in it. */
 	CACHE_ALIGNED unsigned cur_epoch;
-	/* The profiler's sampling of spawns (heist_config.profile_every): the state
-	 * of heist/inline.h's draws, never 0, and the mask a draw is tested with. */
+	/* The profiler's sampling of spawns (heist_config.profile_every): the mask a
+	 * draw is tested with, and (below) the state of the draws, never 0. */
 	uint32_t sample_mask;
-	uint32_t sample_tick;
 	struct {
 		/* Spawns synced inline by heist/inline.h's fast path: each is one
 		 * spawned and one executed task. The library counts the others. */
@@ -39,6 +38,7 @@ struct worker {
 		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,
 			wakes, parks;
 	} stats;
+	uint32_t sample_tick;
 	struct heist_pool *pool;
 	unsigned index;
 	bool profile;			/* the pool profiles: prof is set */
@@ -76,10 +76,10 @@ struct worker {
 	struct heist_pool *_Atomic guard;
 };
 
-/* The worker running on this thread lives in heist/inline.h's heist__self_v1, a void
+/* The worker running on this thread lives in heist/inline.h's heist__self_v2, a void
  * pointer there because the inline code sees only the start of a worker. On a thread
  * that is no worker it points at heist__nobody, not NULL, so that the inline fast
- * paths need no test of their own: they find its deque full and empty, and call the
+ * paths need no test of their own: its bounds fail both compares, and they call the
  * library. initial-exec: one %fs-relative load, not a __tls_get_addr call, even in the
  * shared library. */
 extern const struct heist__worker_view heist__nobody;
@@ -88,7 +88,7 @@ extern const struct heist__worker_view heist__nobody;
 static inline struct worker *
 heist__current(void)
 {
-	void *p = heist__self_v1;
+	void *p = heist__self_v2;
 	return p == (const void *)&heist__nobody ? NULL : (struct worker *)p;
 }
 
@@ -96,7 +96,7 @@ heist__current(void)
 static inline void
 heist__set_current(struct worker *w)
 {
-	heist__self_v1 = w ? (void *)w : (void *)&heist__nobody;
+	heist__self_v2 = w ? (void *)w : (void *)&heist__nobody;
 }
 
 void *heist__worker_main(void *arg);

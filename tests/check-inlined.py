@@ -6,7 +6,7 @@
 
 Compiles SOURCE (tests/inline-consumer.c) as a user would, with plain flags (-std=c11
 -O1, -O2, -O3, -Os; nothing of the project's), and fails if the object has a function
-of the fast paths' own (heist__spawn_inline, heist__sync_inline, heist__push): one that
+of the fast paths' own (heist__spawn_inline, heist__sync_inline, heist__self, ...): one that
 a call reaches, where the fast path was to be inline. It must still call the library's
 heist_spawn and heist_sync, the fallbacks of the fast paths, or the source did not use
 them."""
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-FAST = ("heist__spawn_inline", "heist__sync_inline", "heist__push", "heist__slots",
+FAST = ("heist__spawn_inline", "heist__sync_inline", "heist__self", "heist__here",
         "heist__count")
 FALLBACKS = ("heist_spawn", "heist_sync")
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-deque.c - the deque alone: LIFO pop, FIFO steal, publishing the private
- * region, growth across several doublings, the hazard cells that keep a retired array
+ * region, the owner's window past the array's end, a thief's request closing the
+ * fast paths' bounds, growth across several doublings, the hazard cells that keep a retired array
  * alive while a thief reads it, the helper's conditional steal (floor and keep), and
  * an owner pushing, popping and growing while three thieves steal, every item taken
  * exactly once (suite 'slow' runs that with ten times the items). Deques inside pools
@@ -190,6 +191,115 @@ steal_above_takes_only_at_or_above_the_floor(void **state)
 	assert_null(heist__deque_pop(dq));
 }
 
+/* A deque of 8 slots and 2 more for the owner's window (deque.h). */
+static int
+setup_8(void **state)
+{
+	struct deque *dq = aligned_alloc(CACHE_LINE, sizeof(*dq));
+	if (!dq || heist__deque_init(dq, 8, hazards, THIEVES + 1))
+		return -1;
+	*state = dq;
+	return 0;
+}
+
+/* heist/inline.h's fast paths, as the deque sees them: a push below limit, a pop above
+ * split, nothing else. */
+static bool
+fast_push(struct deque *dq, struct task *t)
+{
+	dq_slot *h = atomic_load_explicit(&dq->head, memory_order_relaxed);
+	if ((uintptr_t)h >= atomic_load_explicit(&dq->limit, memory_order_relaxed))
+		return false;
+	atomic_store_explicit(h, t, memory_order_relaxed);
+	atomic_store_explicit(&dq->head, h + 1, memory_order_relaxed);
+	return true;
+}
+
+static struct task *
+fast_pop(struct deque *dq)
+{
+	dq_slot *h = atomic_load_explicit(&dq->head, memory_order_relaxed);
+	if ((uintptr_t)h <= atomic_load_explicit(&dq->split, memory_order_relaxed))
+		return NULL;
+	struct task *t = atomic_load_explicit(h - 1, memory_order_relaxed);
+	atomic_store_explicit(&dq->head, h - 1, memory_order_relaxed);
+	return t;
+}
+
+/* Private tasks past the array's end (the overhang) reach their own slots when they
+ * are published and when the window moves on; popping below the window's start moves
+ * it back. Every task comes out once, in LIFO order at the bottom and FIFO at the
+ * top, whichever slot the owner kept it in. */
+static void
+window_moves_on_and_back_across_the_arrays_end(void **state)
+{
+	struct deque *dq = *state;
+	assert_int_equal(dq->array->mask + 1, 8);
+	assert_int_equal(dq->array->overhang, 2);
+	push_public(dq, 4);
+	for (uintptr_t i = 0; i < 4; i++)
+		steal_expect(dq, i);	/* top 4: room up to index 12 */
+	/* 4..7 in the array, 8 and 9 in the overhang, 10 moves the window on. */
+	for (uintptr_t i = 4; i < 12; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	assert_int_equal(atomic_load(&dq->origin), 8);
+	assert_int_equal(dq->array->mask + 1, 8);	/* it moved, it did not grow */
+	assert_int_equal(heist__deque_size(dq), 8);
+	/* Back down: 11..8 in the window, 7..4 below it, private (low). */
+	for (uintptr_t i = 12; i-- > 6;)
+		assert_ptr_equal(heist__deque_pop(dq), item(i));
+	assert_int_equal(atomic_load(&dq->origin), 0);	/* moved back at 7 */
+	/* Up again into the overhang, then a publish copies 8 and 9 to their own slots,
+	 * where thieves find them after 4 and 5. */
+	for (uintptr_t i = 6; i < 10; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	assert_int_equal(atomic_load(&dq->origin), 0);
+	heist__deque_publish(dq, 0);
+	for (uintptr_t i = 4; i < 10; i++)
+		steal_expect(dq, i);
+	assert_null(heist__deque_pop(dq));
+	assert_int_equal(heist__deque_size(dq), 0);
+}
+
+/* A thief's request closes both fast paths until a publish answers it, and a slow
+ * path of the owner in between (one that moves the bounds) keeps them closed. */
+static void
+a_request_keeps_the_fast_paths_out_until_a_publish(void **state)
+{
+	struct deque *dq = *state;
+	assert_true(fast_push(dq, item(0)));
+	assert_ptr_equal(fast_pop(dq), item(0));
+	assert_true(fast_push(dq, item(0)));
+	struct task *t;
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_EMPTY);
+	assert_true(heist__deque_split_requested(dq));
+	assert_false(fast_push(dq, item(1)));
+	assert_null(fast_pop(dq));
+	/* The library's push has room: no bound moves, the ring stays. */
+	assert_int_equal(heist__deque_push(dq, item(1)), 0);
+	/* Past the capacity: the slow path grows and sets the bounds; still rung. */
+	for (uintptr_t i = 2; i < 12; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	assert_true(dq->array->mask + 1 > 8);
+	assert_false(fast_push(dq, item(12)));
+	assert_null(fast_pop(dq));
+	heist__deque_publish(dq, 2);
+	assert_false(heist__deque_split_requested(dq));
+	assert_ptr_equal(fast_pop(dq), item(11));	/* kept private */
+	assert_ptr_equal(fast_pop(dq), item(10));
+	assert_null(fast_pop(dq));			/* 9 is public now */
+	steal_expect(dq, 0);
+	assert_ptr_equal(heist__deque_pop(dq), item(9));
+	/* A public pop leaves split above the private region (no locked instruction
+	 * per pop): the fast pop goes to the library, whose heist_sync sets it. */
+	assert_true(fast_push(dq, item(9)));
+	assert_null(fast_pop(dq));
+	assert_true(dq->split_high);
+	assert_ptr_equal(heist__deque_peek_private(dq), item(9));
+	heist__deque_set_bounds(dq);
+	assert_ptr_equal(fast_pop(dq), item(9));
+}
+
 struct stress {
 	struct deque *dq;
 	uintptr_t items;
@@ -240,8 +350,10 @@ thief(void *arg)
 	return NULL;
 }
 
+/* The owner pushes and pops with the library's calls, or (fast) first with the inline
+ * fast paths' compares, as a worker running fork-join code does. */
 static void
-owner_and_three_thieves_take_each_item_once(void **state)
+owner_and_thieves(void **state, bool fast)
 {
 	const uintptr_t items = test_slow() ? STRESS_ITEMS_SLOW : STRESS_ITEMS_UNIT;
 	struct stress s = {.dq = *state, .items = items};
@@ -265,12 +377,41 @@ owner_and_three_thieves_take_each_item_once(void **state)
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		unsigned burst = 1 + (unsigned)(rng % 64), pops = (unsigned)(rng >> 32) % 48;
 		for (unsigned k = 0; k < burst && next < items; k++) {
+			if (fast && fast_push(s.dq, item(next))) {
+				next++;
+				continue;
+			}
 			assert_int_equal(heist__deque_push(s.dq, item(next++)), 0);
 			if (heist__deque_split_requested(s.dq))
 				heist__deque_publish(s.dq, 0);
 		}
+		/* The fast owner keeps its deque shallow, as fork-join does: the array
+		 * stays small, and as the thieves raise top the window moves on often. */
+		if (fast) {
+			int64_t leave = 8 + (int64_t)(rng >> 40) % 32;
+			int64_t n = heist__deque_count(s.dq);
+			pops = n > leave ? (unsigned)(n - leave) : 0;
+			/* Every other round the owner hands out all but 4 and takes two
+			 * from the top itself, so that top rises however the thieves
+			 * are scheduled. */
+			if (rng & 1) {
+				heist__deque_publish(s.dq, 4);
+				for (int k = 0; k < 2; k++) {
+					struct task *t;
+					if (heist__deque_steal(s.dq, &t, &hazards[0]) == STEAL_OK)
+						take(&s, t, &popped_sum), popped++;
+				}
+			}
+		}
 		for (unsigned k = 0; k < pops; k++) {
-			struct task *t = heist__deque_pop(s.dq);
+			struct task *t = fast ? fast_pop(s.dq) : NULL;
+			if (!t) {
+				/* As heist__worker_pop answers a request. */
+				if (heist__deque_split_requested(s.dq) &&
+				    heist__deque_private_count(s.dq) > 1)
+					heist__deque_publish(s.dq, 1);
+				t = heist__deque_pop(s.dq);
+			}
 			if (!t)
 				break;
 			take(&s, t, &popped_sum);
@@ -294,7 +435,25 @@ owner_and_three_thieves_take_each_item_once(void **state)
 			fail_msg("item %zu taken %u times", (size_t)i, (unsigned)s.taken[i]);
 	assert_true(s.stolen > 0);	/* the thieves did take part */
 	assert_true(s.dq->array->mask > 1);	/* it grew while thieves stole */
+	/* The fast owner's indices went round the array many times (its own steals
+	 * alone raise top past 31,000, at 128 slots): its window moved on as often,
+	 * and back (about 2,500 times on and 2,100 back, in three runs). */
+	assert_true(!fast || atomic_load(&s.dq->top) > 100 * (s.dq->array->mask + 1));
 	free((void *)s.taken);
+}
+
+static void
+owner_and_three_thieves_take_each_item_once(void **state)
+{
+	owner_and_thieves(state, false);
+}
+
+/* The same with the fast paths: their bounds, the rings, the owner's window moving on
+ * and back as the thieves raise top, every item taken once. */
+static void
+owner_fast_and_three_thieves_take_each_item_once(void **state)
+{
+	owner_and_thieves(state, true);
 }
 
 int
@@ -309,11 +468,19 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(steal_above_takes_only_at_or_above_the_floor,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(window_moves_on_and_back_across_the_arrays_end,
+						setup_8, teardown),
+		cmocka_unit_test_setup_teardown(a_request_keeps_the_fast_paths_out_until_a_publish,
+						setup_8, teardown),
 		cmocka_unit_test_setup_teardown(owner_and_three_thieves_take_each_item_once,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(owner_fast_and_three_thieves_take_each_item_once,
 						setup, teardown),
 	};
 	const struct CMUnitTest slow_tests[] = {
 		cmocka_unit_test_setup_teardown(owner_and_three_thieves_take_each_item_once,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(owner_fast_and_three_thieves_take_each_item_once,
 						setup, teardown),
 	};
 	return RUN_TESTS_OR_SLOW(tests, slow_tests);

@@ -5,27 +5,29 @@
  *
  * heist_spawn and heist_sync are macros over the functions below. Each does what the
  * library's out-of-line function of the same name does in the common case (a worker's
- * deque with room, no thief asking for work, no profiler or one that does not record
- * this task: heist_config.profile_every) and otherwise calls that
+ * deque with room, no thief asking for work, no profiler) and otherwise calls that
  * function, which handles every case from the start. The out-of-line functions stay
  * exported, for other languages, for taking their address ((heist_spawn) or
  * &heist_spawn), and for programs that define HEIST_NO_INLINE before including
- * heist.h.
+ * heist.h. Each fast path is one compare and branch on top of the push or pop itself:
+ * every other case (no room, a thief's request, the profiler, no worker) shows in the
+ * bounds it compares with (src/deque.h).
  *
  * The layout. The inline code reads and writes the start of the library's worker
  * (struct heist__worker_view) and a task record (heist_task's fields), so that part of
  * the layout is ABI, with this rule: the library static_asserts every offset below
  * (src/worker.c), and a change to any of them bumps HEIST__LAYOUT and renames the
- * thread-local variable the inline code starts from (heist__self_v1 for layout 1), in
+ * thread-local variable the inline code starts from (heist__self_v2 for layout 2), in
  * a new symbol-version node. A program compiled against one layout then fails to load
- * with a library of another ("undefined symbol heist__self_v1") instead of writing
+ * with a library of another ("undefined symbol heist__self_v2") instead of writing
  * into the wrong fields. docs/abi.md has the rule in full.
  *
  * Atomics: the library declares these fields _Atomic; C++ has no _Atomic, so this
  * header reaches them with the compilers' __atomic builtins (gcc and clang), with the
  * same orders the library uses: relaxed everywhere, because the owner is the only
- * writer of everything here but the flags, and its private slots become visible to
- * thieves only through the library's publish (a release store). */
+ * writer of everything here but the bounds (which a thief's request only ever closes),
+ * and its private slots become visible to thieves only through the library's publish
+ * (a release store). */
 #ifndef HEIST_INLINE_H
 #define HEIST_INLINE_H
 
@@ -49,155 +51,127 @@
 #define HEIST__REINTERPRET(type, x) ((type)(x))
 #endif
 
-#define HEIST__LAYOUT 1
+#define HEIST__LAYOUT 2
 #define HEIST__LINE 128		/* the library's cache-line stride */
 #define HEIST__TASK_PENDING 0x7a5c0de0u
 #define HEIST__TASK_SYNCED 0x7a5c0de3u
-#define HEIST__FLAG_PROFILE 2	/* the flag byte's profiler bit */
 
-/* The deque's array: its capacity - 1, then its slots. */
-struct heist__array_view {
-	void *heist__retired;
-	int64_t mask;
-};
-
-/* The first bytes of the library's struct worker (struct deque first). */
+/* The first bytes of the library's struct worker (its deque first). */
 struct heist__worker_view {
-	/* The owner's line. */
-	int64_t bottom;			/* the next push's index; _Atomic in the library */
-	int64_t public_cache;		/* below it: slots thieves may take */
-	int64_t top_cache;		/* a top seen lately: never above the real one */
-	struct heist__array_view *array;
-	unsigned char heist__pad0[3 * HEIST__LINE - 32];
-	/* Its own line: set by thieves, read by the owner. Any bit (a thief's request,
-	 * the profiler) sends both fast paths to the library, but for a task the
-	 * profiler does not record, the profiler's bit alone does not. */
-	unsigned char flags;
-	unsigned char heist__pad1[HEIST__LINE - 1];
+	/* The owner's line: where the next push goes. _Atomic in the library. */
+	void **head;
+	unsigned char heist__pad0[HEIST__LINE - sizeof(void **)];
+	/* The bounds' line: a push below limit has room, a pop above split takes a
+	 * task no thief can reach. The library computes both in its slow paths; a
+	 * thief that asks for work, or the profiler, sets them so that every push and
+	 * pop fails its compare and goes to the library. */
+	uintptr_t limit;
+	uintptr_t split;
+	unsigned char heist__pad1[3 * HEIST__LINE - 2 * sizeof(uintptr_t)];
 	/* The worker's line. */
 	unsigned epoch;			/* what a spawned task's thief word starts as */
-	uint32_t sample_mask;		/* the profiler records one spawn in mask + 1 */
-	uint32_t sample_tick;		/* its last draw (heist__sample_draw) */
 	uint32_t heist__pad2;
 	uint64_t pairs;			/* statistics: spawns synced here; each counts as
 					   one spawned and one executed (src/pool.c) */
 };
 
-/* The worker on this thread. On a thread that is no worker, a stand-in whose deque is
- * full and empty, so that both fast paths fall through to the library without a test
- * of their own. initial-exec: one thread-pointer-relative load (the library is linked
- * at start-up, or dlopen'd while static TLS space is left, as glibc keeps some). */
-extern __thread void *heist__self_v1 __attribute__((tls_model("initial-exec")));
+/* The worker on this thread. On a thread that is no worker, a stand-in whose bounds
+ * send both fast paths to the library without a test of their own. initial-exec: one
+ * thread-pointer-relative load (the library is linked at start-up, or dlopen'd while
+ * static TLS space is left, as glibc keeps some). */
+extern __thread void *heist__self_v2 __attribute__((tls_model("initial-exec")));
 
-HEIST__FAST void **
-heist__slots(struct heist__array_view *a)
+/* The worker on this thread, read anew at every call. On x86-64 (ELF) an asm that the
+ * compiler may not move or merge: two instructions at each fast path, where a plain
+ * read lets the compiler keep the variable's address in a callee-saved register from
+ * spawn to sync, across the user's own calls, and every function that spawns then
+ * pays a push and a pop of that register on each call, leaves included (gcc and
+ * clang at -O2: 3 instructions more per spawn+sync pair of W1's fib). */
+HEIST__FAST struct heist__worker_view *
+heist__self(void)
 {
-	return HEIST__REINTERPRET(void **, a + 1);
+#if defined(__x86_64__) && defined(__ELF__)
+	void *w;
+	__asm__ __volatile__("movq heist__self_v2@gottpoff(%%rip), %0\n\t"
+			     "movq %%fs:(%0), %0"
+			     : "=r"(w));
+	return HEIST__STATIC(struct heist__worker_view *, w);
+#else
+	return HEIST__STATIC(struct heist__worker_view *, heist__self_v2);
+#endif
 }
 
-/* A statistics counter: only the owner writes it, others read it with relaxed loads,
- * so a relaxed load and store cannot lose an increment. */
+/* t's address, made here from t's own addressing (an lea on x86-64), for the same
+ * reason: a record in the caller's frame is rsp plus a constant, which the compiler
+ * would otherwise keep in a callee-saved register from spawn to sync (3 more
+ * instructions per pair). Elsewhere t itself. */
+HEIST__FAST heist_task *
+heist__here(heist_task *t)
+{
+#if defined(__x86_64__)
+	heist_task *p;
+	__asm__("lea %1, %0" : "=r"(p) : "m"(*t));
+	return p;
+#else
+	return t;
+#endif
+}
+
+/* A statistics counter: only the owner writes it, others read it with relaxed loads.
+ * On x86-64 one add to memory: its store is a single aligned 8-byte write, which a
+ * reader sees whole, and with one writer no increment is lost. Elsewhere a relaxed
+ * load and store, which compile to the same three instructions an add would. */
 HEIST__FAST void
 heist__count(uint64_t *c)
 {
+#if defined(__x86_64__)
+	__asm__("incq %0" : "+m"(*c));
+#else
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+#endif
 }
 
-/* Fill t and push it: the deque has room at b. */
-HEIST__FAST void
-heist__push(struct heist__worker_view *w, heist_task *t, heist_fn fn, void *arg, int64_t b,
-	    void **slot)
-{
-	uintptr_t epoch = w->epoch;
-	t->heist__fn = fn;
-	t->heist__arg = arg;
-	__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->heist__thief, HEIST__REINTERPRET(void *, epoch), __ATOMIC_RELAXED);
-	__atomic_store_n(slot, HEIST__STATIC(void *, t), __ATOMIC_RELAXED);
-	__atomic_store_n(&w->bottom, b + 1, __ATOMIC_RELAXED);
-}
-
-/* The profiler's sampling draws (heist_config.profile_every): xorshift32 (Marsaglia
- * 2003), never 0 from a nonzero state. A spawn is recorded when the draw's high bits
- * under the mask are all 0: each one by itself with chance 1 / (mask + 1), so that the
- * sample does not follow the program's own rhythm as every n-th spawn would (in a
- * recursion, every n-th spawn is at the same few depths). */
-static inline uint32_t
-heist__sample_draw(uint32_t x)
-{
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	return x;
-}
-
-static inline int
-heist__sample_hit(uint32_t draw, uint32_t mask)
-{
-	return ((draw >> 12) & mask) == 0;
-}
-
-/* Under the profiler (flags == HEIST__FLAG_PROFILE alone): whether the next spawn is
- * one the profiler skips; if so, its draw is used up. A spawn to record goes to the
- * library, which makes the same draw, uses it up and stamps the task. */
-static inline int
-heist__unsampled(struct heist__worker_view *w)
-{
-	if (!w->sample_mask)
-		return 0;	/* every task is recorded: no draw */
-	uint32_t x = heist__sample_draw(w->sample_tick);
-	if (heist__sample_hit(x, w->sample_mask))
-		return 0;
-	w->sample_tick = x;
-	return 1;
-}
-
+/* Push t: a store into the slot at head, then head moves up. The record's fields
+ * first: a thief reaches t only through the library's publish, a release store that
+ * orders all of these before it. */
 HEIST__FAST void
 heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 {
-	struct heist__worker_view *w = HEIST__STATIC(struct heist__worker_view *, heist__self_v1);
-	int64_t b = __atomic_load_n(&w->bottom, __ATOMIC_RELAXED);
-	struct heist__array_view *a = w->array;
-	int64_t mask = a->mask;
-	if (__builtin_expect(b - w->top_cache <= mask, 1)) {
-		void **slot = &heist__slots(a)[b & mask];
-		unsigned char f = __atomic_load_n(&w->flags, __ATOMIC_RELAXED);
-		if (__builtin_expect(f == 0, 1)) {
-			heist__push(w, t, fn, arg, b, slot);
-			return;
-		}
-		if (f == HEIST__FLAG_PROFILE && heist__unsampled(w)) {
-			t->heist__tsc = 0;	/* not recorded when it runs */
-			heist__push(w, t, fn, arg, b, slot);
-			return;
-		}
+	struct heist__worker_view *w = heist__self();
+	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
+	if (__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) <
+			     __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 1)) {
+		t->heist__fn = fn;
+		t->heist__arg = arg;
+		__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->heist__thief, HEIST__REINTERPRET(void *, HEIST__STATIC(uintptr_t, w->epoch)),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(h, HEIST__STATIC(void *, t), __ATOMIC_RELAXED);
+		__atomic_store_n(&w->head, h + 1, __ATOMIC_RELAXED);
+		return;
 	}
 	(heist_spawn)(t, fn, arg);
 }
 
+/* Pop t and run it: the slot under head is private (above split) and holds t (it
+ * does not when spawn had to run t at once, or the syncs came out of order). */
 HEIST__FAST int
 heist__sync_inline(heist_task *t)
 {
-	struct heist__worker_view *w = HEIST__STATIC(struct heist__worker_view *, heist__self_v1);
-	int64_t b = __atomic_load_n(&w->bottom, __ATOMIC_RELAXED);
-	struct heist__array_view *a = w->array;
-	if (__builtin_expect(b > w->public_cache, 1) &&
-	    __builtin_expect(__atomic_load_n(&heist__slots(a)[(b - 1) & a->mask],
-					     __ATOMIC_RELAXED) == HEIST__STATIC(void *, t), 1)) {
-		unsigned char f = __atomic_load_n(&w->flags, __ATOMIC_RELAXED);
-		/* Nothing asked of us; or only the profiler, and t is not to be timed. */
-		if (__builtin_expect(f == 0, 1) ||
-		    (f == HEIST__FLAG_PROFILE && t->heist__tsc == 0)) {
-			__atomic_store_n(&w->bottom, b - 1, __ATOMIC_RELAXED);
-			heist__count(&w->pairs);
+	struct heist__worker_view *w = heist__self();
+	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
+	if (__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) >
+			     __atomic_load_n(&w->split, __ATOMIC_RELAXED), 1) &&
+	    __builtin_expect(__atomic_load_n(h - 1, __ATOMIC_RELAXED) == HEIST__STATIC(void *, heist__here(t)), 1)) {
+		__atomic_store_n(&w->head, h - 1, __ATOMIC_RELAXED);
+		heist__count(&w->pairs);
 #ifndef NDEBUG
-			/* So that a second sync aborts (heist_sync's comment). */
-			__atomic_store_n(&t->heist__state, HEIST__TASK_SYNCED, __ATOMIC_RELAXED);
+		/* So that a second sync aborts (heist_sync's comment). */
+		__atomic_store_n(&t->heist__state, HEIST__TASK_SYNCED, __ATOMIC_RELAXED);
 #endif
-			return t->heist__fn(t->heist__arg);
-		}
+		return t->heist__fn(t->heist__arg);
 	}
-	return (heist_sync)(t);
+	return (heist_sync)(heist__here(t));
 }
 
 /* Variadic, so that a C++ argument with a comma in it (a template's arguments) passes
