@@ -5,10 +5,12 @@
  * sync it counts are those a user's build gets (bench/w_fib.c, built with the
  * project's flags, may be inlined and optimised differently).
  *
- *     heist-bench-user serial|heist N
+ *     heist-bench-user serial|heist|typed N
  *
  * runs fib(N) serially on a thread of its own, or as fork-join on a pool of one
- * worker, and exits 0 if the answer is right. */
+ * worker, and exits 0 if the answer is right: `heist` with heist_spawn and heist_sync
+ * of an argument struct, as a peer driver of plain calls is written, `typed` with
+ * a typed task (HEIST_TASK_1), as Lace's driver is written with its typed tasks. */
 #include <heist/heist.h>
 
 #include <pthread.h>
@@ -44,6 +46,28 @@ fib(int n)
 	return n < 2 ? n : fib(n - 1) + fib(n - 2);
 }
 
+static long fib_typed(int n);
+HEIST_TASK_1(fib_child, long, fib_typed, int)
+
+static long
+fib_typed(int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_child t;
+	fib_child_spawn(&t, n - 1);
+	long b = fib_typed(n - 2);
+	return fib_child_sync(&t) + b;
+}
+
+static int
+typed_root(void *p)
+{
+	struct fib *f = p;
+	f->r = fib_typed(f->n);
+	return 0;
+}
+
 static void *
 serial_thread(void *p)
 {
@@ -68,7 +92,7 @@ int
 main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: heist-bench-user serial|heist N\n");
+		fprintf(stderr, "usage: heist-bench-user serial|heist|typed N\n");
 		return 2;
 	}
 	struct fib f = {atoi(argv[2]), 0};
@@ -77,12 +101,12 @@ main(int argc, char **argv)
 		pthread_t t;
 		if (pthread_create(&t, NULL, serial_thread, &f) || pthread_join(t, NULL))
 			return 1;
-	} else if (strcmp(argv[1], "heist") == 0) {
+	} else if (strcmp(argv[1], "heist") == 0 || strcmp(argv[1], "typed") == 0) {
 		struct heist_config cfg = {.threads = 1, .spin = 1};
 		heist_pool *pool;
 		if (heist_pool_create(&pool, &cfg))
 			return 1;
-		int rc = heist_run(pool, fib_task, &f);
+		int rc = heist_run(pool, argv[1][0] == 'h' ? fib_task : typed_root, &f);
 		heist_pool_destroy(pool);
 		if (rc)
 			return 1;

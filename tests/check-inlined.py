@@ -15,8 +15,10 @@ import subprocess
 import sys
 import tempfile
 
-FAST = ("heist__spawn_inline", "heist__sync_inline", "heist__self", "heist__here",
-        "heist__count")
+FAST = ("heist__spawn_inline", "heist__sync_inline", "heist__pop_inline", "heist__self",
+        "heist__here", "heist__count",
+        # inline-consumer.c's typed task (HEIST_TASK_1)
+        "fib_child_spawn", "fib_child_sync")
 FALLBACKS = ("heist_spawn", "heist_sync")
 
 

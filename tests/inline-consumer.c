@@ -2,9 +2,10 @@
 /* inline-consumer.c - a user's fork-join code, as tests/check-inlined.py compiles it:
  * with plain flags at -O1 and above, every heist_spawn and heist_sync here must be
  * inline, with no function of the fast paths' own (heist__spawn_inline, ...) that a
- * call reaches. A fib, a loop of spawns and a function of four spawn sites: with one
- * site gcc inlines anyway; with these it did not, before the fast paths were
- * always_inline (gcc 12 -O2 kept heist__spawn_inline out of line). Only compiled. */
+ * call reaches. A fib, a loop of spawns, a typed task (HEIST_TASK_1) and a function
+ * of four spawn sites: with one site gcc inlines anyway; with these it did not, before
+ * the fast paths were always_inline (gcc 12 -O2 kept heist__spawn_inline out of
+ * line). Only compiled. */
 #include <heist/heist.h>
 
 struct fib {
@@ -60,6 +61,22 @@ fan_task(void *p)
 	return rc;
 }
 
+/* A typed task (HEIST_TASK_1): its spawn and sync, and the pop inside the sync, are
+ * inline too. */
+static long fib_typed(int n);
+HEIST_TASK_1(fib_child, long, fib_typed, int)
+
+static long
+fib_typed(int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_child t;
+	fib_child_spawn(&t, n - 1);
+	long b = fib_typed(n - 2);
+	return fib_child_sync(&t) + b;
+}
+
 static int
 four_task(void *p)
 {
@@ -76,7 +93,7 @@ four_task(void *p)
 	rc |= heist_sync(&t[2]);
 	rc |= heist_sync(&t[1]);
 	rc |= heist_sync(&t[0]);
-	*(long *)p = f[0].r + f[1].r + g.r + f[3].r;
+	*(long *)p = f[0].r + f[1].r + g.r + f[3].r + fib_typed(20);
 	return rc;
 }
 

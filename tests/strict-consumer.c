@@ -31,6 +31,38 @@ fib_task(void *p)
 	return rc ? rc : rc_a;
 }
 
+/* A typed task (HEIST_TASK_1) and a void one (HEIST_VOID_TASK_2). */
+static long fib_typed(int n);
+HEIST_TASK_1(fib_child, long, fib_typed, int)
+
+static long
+fib_typed(int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_child t;
+	fib_child_spawn(&t, n - 1);
+	long b = fib_typed(n - 2);
+	return fib_child_sync(&t) + b;
+}
+
+static void
+add_to(long *sum, long x)
+{
+	*sum += x;
+}
+HEIST_VOID_TASK_2(add_child, add_to, long *, long)
+
+static int
+typed_root(void *arg)
+{
+	long *r = arg;
+	struct add_child t;
+	add_child_spawn(&t, r, fib_typed(15));
+	add_child_sync(&t);
+	return 0;
+}
+
 static int
 sum_range(void *arg, size_t begin, size_t end)
 {
@@ -57,12 +89,15 @@ main(void)
 		err = heist_future_wait(fut);
 		heist_future_release(fut);
 	}
+	long typed = 0;
+	if (!err)
+		err = heist_run(pool, typed_root, &typed);
 	if (!err)
 		err = heist_for_each(pool, 0, 1000, 0, sum_range, NULL);
 	struct heist_latency_report rep;
 	if (!err)
 		err = heist_profile_report(pool, &rep);
 	heist_pool_destroy(pool);
-	printf("%s %ld %d\n", heist_version(), f.r, err);
+	printf("%s %ld %ld %d\n", heist_version(), f.r, typed, err);
 	return err != 0;
 }

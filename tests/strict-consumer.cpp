@@ -20,10 +20,24 @@ static long fib(int n)
 	return a + b;
 }
 
+// The C typed tasks (HEIST_TASK_1) compile as C++ too.
+static long fib_typed(int n);
+HEIST_TASK_1(fib_child, long, fib_typed, int)
+
+static long fib_typed(int n)
+{
+	if (n < 2)
+		return n;
+	fib_child t;
+	fib_child_spawn(&t, n - 1);
+	long b = fib_typed(n - 2);
+	return fib_child_sync(&t) + b;
+}
+
 int main()
 {
 	heist::pool pool(2);
-	long r = pool.run([] { return fib(20); });
+	long r = pool.run([] { return fib(20) + fib_typed(10); });
 	auto f = pool.submit([](int a, int b) { return a + b; }, 2, 3);
 	auto s = pool.submit([](const std::string &x) { return x + "!"; }, std::string("heist"));
 	auto chained = pool.submit([] { return 20; }).then([](int x) { return x + 1; });

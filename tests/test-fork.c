@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-fork.c - fork-join: spawn/sync and join checked on workloads with known answers
- * (W1 fib, W2 nqueens, W3 uts of docs/workloads.md), many spawns in one frame,
+ * (W1 fib, W2 nqueens, W3 uts of docs/workloads.md), typed tasks (HEIST_TASK_n) with
+ * their values and arguments, many spawns in one frame,
  * spawn/sync/join outside a worker (inline), heist_run from several threads at once, deep
  * recursion, no heap allocation on the spawn/sync path (counted by faults.c), and
  * futures mixed with spawns inside tasks; suite 'slow' runs the fib tests larger.
@@ -159,6 +160,141 @@ stats_count_every_spawn_of_this_file(void **state)
 		assert_int_equal(st.executed, spawns + 1);
 		heist_pool_destroy(pool);
 	}
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Typed tasks (HEIST_TASK_n, HEIST_VOID_TASK_n)                                      */
+
+/* W1 as a typed task: fib_typed's own value, the child's by its sync. */
+static long fib_typed(int n);
+HEIST_TASK_1(fib_child, long, fib_typed, int)
+
+static long
+fib_typed(int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_child t;
+	fib_child_spawn(&t, n - 1);
+	long b = fib_typed(n - 2);
+	return fib_child_sync(&t) + b;
+}
+
+static int
+fib_typed_root(void *arg)
+{
+	struct fib *f = arg;
+	f->r = fib_typed(f->n);
+	return 0;
+}
+
+static void
+typed_fib_is_right_on_1_2_4_workers(void **state)
+{
+	(void)state;
+	check_fib_on_pools(fib_typed_root);
+}
+
+/* Typed spawns count as heist_spawn's do: once spawned and once executed each. */
+static void
+stats_count_every_typed_spawn(void **state)
+{
+	static const unsigned sizes[] = { 1, 2 };
+	enum { N = 22 };
+	const uint64_t spawns = (uint64_t)fib_serial(N + 1) - 1;
+
+	(void)state;
+	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+		heist_pool *pool = make_pool(sizes[s]);
+		struct fib f = { .n = N, .r = -1 };
+		struct heist_stats st;
+		bool ok;
+
+		assert_int_equal(heist_run(pool, fib_typed_root, &f), 0);
+		assert_int_equal(f.r, fib_serial(N));
+		POLL(ok, heist_pool_stats(pool, &st) == 0 && st.executed >= spawns + 1);
+		assert_true(ok);
+		assert_int_equal(heist_pool_stats(pool, &st), 0);
+		assert_int_equal(st.spawned, spawns);
+		assert_int_equal(st.executed, spawns + 1);
+		heist_pool_destroy(pool);
+	}
+}
+
+/* Four arguments of four types and a struct for a value; and a void function that
+ * records its runs. Each child checks its arguments: a wrong one is an error. */
+struct mixed {
+	double x;
+	long long k;
+};
+
+static atomic_uint typed_runs[64];
+
+static struct mixed
+mixed_fn(double x, const int *p, char c, long long k)
+{
+	if (*p != (int)k || c != (char)('a' + k % 26))
+		atomic_fetch_add(&errors, 1);
+	return (struct mixed){ x * 2, k + 1 };
+}
+HEIST_TASK_4(mixed_child, struct mixed, mixed_fn, double, const int *, char, long long)
+
+static void
+note_run(unsigned i, unsigned expect)
+{
+	if (i != expect)
+		atomic_fetch_add(&errors, 1);
+	atomic_fetch_add(&typed_runs[i % 64], 1);
+}
+HEIST_VOID_TASK_2(note_child, note_run, unsigned, unsigned)
+
+/* 64 of each spawned in one frame, synced in reverse, values checked. */
+static int
+typed_wide_task(void *arg)
+{
+	(void)arg;
+	struct mixed_child m[64];
+	struct note_child v[64];
+	int keys[64];
+
+	for (int i = 0; i < 64; i++) {
+		keys[i] = i * 7;
+		mixed_child_spawn(&m[i], i + 0.5, &keys[i], (char)('a' + (i * 7) % 26),
+				  (long long)i * 7);
+		note_child_spawn(&v[i], (unsigned)i, (unsigned)i);
+	}
+	for (int i = 64; i-- > 0;) {
+		note_child_sync(&v[i]);
+		struct mixed r = mixed_child_sync(&m[i]);
+		if (r.x != (i + 0.5) * 2 || r.k != (long long)i * 7 + 1)
+			atomic_fetch_add(&errors, 1);
+	}
+	return 0;
+}
+
+static void
+typed_tasks_of_four_arguments_and_void_ones(void **state)
+{
+	(void)state;
+	atomic_store(&errors, 0);
+	for (int i = 0; i < 64; i++)
+		atomic_store(&typed_runs[i], 0);
+	unsigned rounds = 0;
+	for (unsigned threads = 1; threads <= 4; threads *= 2) {
+		heist_pool *pool = make_pool(threads);
+		for (int rep = 0; rep < 200; rep++, rounds++)
+			assert_int_equal(heist_run(pool, typed_wide_task, NULL), 0);
+		heist_pool_destroy(pool);
+	}
+	/* Outside a worker: every child runs at once, inside its spawn. */
+	assert_int_equal(typed_wide_task(NULL), 0);
+	rounds++;
+	struct fib_child t;
+	fib_child_spawn(&t, 20);
+	assert_int_equal(fib_child_sync(&t), 6765);
+	assert_int_equal(atomic_load(&errors), 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(atomic_load(&typed_runs[i]), rounds);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -757,6 +893,9 @@ main(void)
 		cmocka_unit_test(nqueens_1_to_12_is_right),
 		cmocka_unit_test(uts_small_tree_is_right),
 		cmocka_unit_test(sixty_four_spawns_then_syncs_in_one_frame),
+		cmocka_unit_test(typed_fib_is_right_on_1_2_4_workers),
+		cmocka_unit_test(stats_count_every_typed_spawn),
+		cmocka_unit_test(typed_tasks_of_four_arguments_and_void_ones),
 		cmocka_unit_test(spawn_sync_join_run_inline_outside_a_worker),
 		cmocka_unit_test(join_returns_the_first_nonzero_on_a_worker),
 		cmocka_unit_test(run_from_four_outside_threads_at_once),

@@ -762,6 +762,146 @@ HEIST_EXPORT int heist_join(heist_fn a, void *arg_a, heist_fn b, void *arg_b);
 HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
 
 /* ---------------------------------------------------------------------------------- */
+/* Typed fork-join tasks                                                              */
+
+/**
+ * HEIST_TASK_1(name, R, fn, A1) ... HEIST_TASK_4(name, R, fn, A1, A2, A3, A4) declare,
+ * at file scope, a fork-join task type for a function `R fn(A1, ...)` declared before:
+ *
+ *     struct name;                          the record, in the caller's frame
+ *     void name_spawn(struct name *t, A1 a1, ...);
+ *     R    name_sync(struct name *t);       fn's value
+ *
+ * name_spawn copies the arguments into t and spawns fn on them, as heist_spawn does;
+ * name_sync waits for it and returns its value, as heist_sync does. Where nobody
+ * stole the task (the common case), name_sync calls fn itself, directly, with the
+ * arguments from t and its value in a register: no call through a pointer and no
+ * argument struct, which is most of what a spawn+sync pair of heist_spawn and
+ * heist_sync costs over a plain call (W1: about 29 instructions over serial fib, where
+ * a heist_spawn of an argument struct costs 44; docs/benchmarks.md). The same rules
+ * hold: t stays alive and untouched until name_sync returns, syncs come in the
+ * reverse order of their spawns, and outside a worker fn runs at once, inside
+ * name_spawn. Every function is static inline; R must not be void (HEIST_VOID_TASK_n
+ * is the form for a void fn, whose name_sync returns nothing), and neither R nor an
+ * argument type may have a comma outside parentheses (a typedef names one that does).
+ * In C++ they compile too, but fn must not throw: a stolen task runs under the C
+ * library's frames (heist.hpp's join and task_group carry exceptions).
+ *
+ *     long fib(int n);
+ *     HEIST_TASK_1(fib_task, long, fib, int)
+ *
+ *     long fib(int n)
+ *     {
+ *             if (n < 2)
+ *                     return n;
+ *             struct fib_task t;
+ *             fib_task_spawn(&t, n - 1);
+ *             long b = fib(n - 2);
+ *             return fib_task_sync(&t) + b;
+ *     }
+ * @since 0.2
+ */
+#define HEIST_TASK_1(name, R, fn, A1)                                                  \
+	HEIST__TASK(name, R, fn, (A1 heist__a1;), (A1 heist__a1),                      \
+		    (t->heist__a1 = heist__a1;), (t->heist__a1))
+#define HEIST_TASK_2(name, R, fn, A1, A2)                                              \
+	HEIST__TASK(name, R, fn, (A1 heist__a1; A2 heist__a2;),                        \
+		    (A1 heist__a1, A2 heist__a2),                                      \
+		    (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),             \
+		    (t->heist__a1, t->heist__a2))
+#define HEIST_TASK_3(name, R, fn, A1, A2, A3)                                          \
+	HEIST__TASK(name, R, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),          \
+		    (A1 heist__a1, A2 heist__a2, A3 heist__a3),                        \
+		    (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;               \
+		     t->heist__a3 = heist__a3;),                                       \
+		    (t->heist__a1, t->heist__a2, t->heist__a3))
+#define HEIST_TASK_4(name, R, fn, A1, A2, A3, A4)                                      \
+	HEIST__TASK(name, R, fn,                                                       \
+		    (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),         \
+		    (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),          \
+		    (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;               \
+		     t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),             \
+		    (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+
+/** HEIST_VOID_TASK_1(name, fn, A1) ... HEIST_VOID_TASK_4: HEIST_TASK_n for a function
+ * `void fn(A1, ...)`; name_sync returns nothing. @since 0.2 */
+#define HEIST_VOID_TASK_1(name, fn, A1)                                                \
+	HEIST__VOID_TASK(name, fn, (A1 heist__a1;), (A1 heist__a1),                    \
+			 (t->heist__a1 = heist__a1;), (t->heist__a1))
+#define HEIST_VOID_TASK_2(name, fn, A1, A2)                                            \
+	HEIST__VOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2;),                      \
+			 (A1 heist__a1, A2 heist__a2),                                 \
+			 (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),        \
+			 (t->heist__a1, t->heist__a2))
+#define HEIST_VOID_TASK_3(name, fn, A1, A2, A3)                                        \
+	HEIST__VOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),        \
+			 (A1 heist__a1, A2 heist__a2, A3 heist__a3),                   \
+			 (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;          \
+			  t->heist__a3 = heist__a3;),                                  \
+			 (t->heist__a1, t->heist__a2, t->heist__a3))
+#define HEIST_VOID_TASK_4(name, fn, A1, A2, A3, A4)                                    \
+	HEIST__VOID_TASK(name, fn,                                                     \
+			 (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),    \
+			 (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),     \
+			 (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;          \
+			  t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),        \
+			 (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+
+/* The typed tasks' common body (internal). The record: heist_task first, then the
+ * arguments and the value. name_heist__run is what the library calls when the task
+ * is stolen or run by the library's sync; the sync's own fast path calls fn itself
+ * (HEIST__POP: heist/inline.h's pop, or 0 where the fast paths are not inline). */
+#define HEIST__ID(...) __VA_ARGS__
+#define HEIST__TASK(name, R, fn, fields, params, stores, args)                          \
+	struct name {                                                                   \
+		heist_task heist__task;                                                 \
+		HEIST__ID fields                                                        \
+		R heist__r;                                                             \
+	};                                                                              \
+	static inline int name##_heist__run(void *heist__p)                             \
+	{                                                                               \
+		struct name *t = HEIST__STATIC(struct name *, heist__p);                \
+		t->heist__r = fn(HEIST__ID args);                                       \
+		return 0;                                                               \
+	}                                                                               \
+	HEIST__TYPED void name##_spawn(struct name *t, HEIST__ID params)                \
+	{                                                                               \
+		HEIST__ID stores                                                        \
+		heist_spawn(&t->heist__task, name##_heist__run, t);                     \
+	}                                                                               \
+	HEIST__TYPED R name##_sync(struct name *t)                                      \
+	{                                                                               \
+		if (HEIST__POP(&t->heist__task))                                        \
+			return fn(HEIST__ID args);                                      \
+		(heist_sync)(&t->heist__task);                                          \
+		return t->heist__r;                                                     \
+	}
+#define HEIST__VOID_TASK(name, fn, fields, params, stores, args)                        \
+	struct name {                                                                   \
+		heist_task heist__task;                                                 \
+		HEIST__ID fields                                                        \
+	};                                                                              \
+	static inline int name##_heist__run(void *heist__p)                             \
+	{                                                                               \
+		struct name *t = HEIST__STATIC(struct name *, heist__p);                \
+		fn(HEIST__ID args);                                                     \
+		return 0;                                                               \
+	}                                                                               \
+	HEIST__TYPED void name##_spawn(struct name *t, HEIST__ID params)                \
+	{                                                                               \
+		HEIST__ID stores                                                        \
+		heist_spawn(&t->heist__task, name##_heist__run, t);                     \
+	}                                                                               \
+	HEIST__TYPED void name##_sync(struct name *t)                                   \
+	{                                                                               \
+		if (HEIST__POP(&t->heist__task)) {                                      \
+			fn(HEIST__ID args);                                             \
+			return;                                                         \
+		}                                                                       \
+		(heist_sync)(&t->heist__task);                                          \
+	}
+
+/* ---------------------------------------------------------------------------------- */
 /* Statistics                                                                         */
 
 /** One worker's counters, or the pool's totals. Counters only grow. */
@@ -843,10 +983,25 @@ HEIST_EXPORT int heist_pool_placement(const heist_pool *pool, unsigned index,
 				      struct heist_placement *out, unsigned *victims,
 				      unsigned *ranks, size_t cap);
 
+/* Casts a strict C++ build accepts (-Wold-style-cast): named casts in C++, plain ones
+ * in C. Internal. */
+#ifdef __cplusplus
+#define HEIST__STATIC(type, x) static_cast<type>(x)
+#define HEIST__REINTERPRET(type, x) reinterpret_cast<type>(x)
+#else
+#define HEIST__STATIC(type, x) ((type)(x))
+#define HEIST__REINTERPRET(type, x) ((type)(x))
+#endif
+
 /* The fast paths of heist_spawn and heist_sync, inline in the caller (heist/inline.h);
  * define HEIST_NO_INLINE to call the library's functions instead. */
 #if defined(__GNUC__) && !defined(HEIST_NO_INLINE)
 #include <heist/inline.h>
+#define HEIST__POP(t) heist__pop_inline(t)
+#define HEIST__TYPED HEIST__FAST
+#else
+#define HEIST__POP(t) 0
+#define HEIST__TYPED static inline
 #endif
 
 #ifdef __cplusplus

@@ -41,16 +41,6 @@
 #define HEIST__FAST static inline __attribute__((always_inline))
 #endif
 
-/* Casts a strict C++ build accepts (-Wold-style-cast): named casts in C++, plain ones
- * in C. */
-#ifdef __cplusplus
-#define HEIST__STATIC(type, x) static_cast<type>(x)
-#define HEIST__REINTERPRET(type, x) reinterpret_cast<type>(x)
-#else
-#define HEIST__STATIC(type, x) ((type)(x))
-#define HEIST__REINTERPRET(type, x) ((type)(x))
-#endif
-
 #define HEIST__LAYOUT 2
 #define HEIST__LINE 128		/* the library's cache-line stride */
 #define HEIST__TASK_PENDING 0x7a5c0de0u
@@ -153,10 +143,13 @@ heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 	(heist_spawn)(t, fn, arg);
 }
 
-/* Pop t and run it: the slot under head is private (above split) and holds t (it
- * does not when spawn had to run t at once, or the syncs came out of order). */
+/* Take t back from the bottom: whether it was there, private (above split), so that
+ * its sync runs it now (heist_sync's fast path calls t's fn, a typed task's calls its
+ * function directly: heist.h, HEIST_TASK_1). It is not there when spawn had to run t
+ * at once, or a thief may have it, or the syncs came out of order: then the library's
+ * heist_sync does all. */
 HEIST__FAST int
-heist__sync_inline(heist_task *t)
+heist__pop_inline(heist_task *t)
 {
 	struct heist__worker_view *w = heist__self();
 	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
@@ -169,8 +162,16 @@ heist__sync_inline(heist_task *t)
 		/* So that a second sync aborts (heist_sync's comment). */
 		__atomic_store_n(&t->heist__state, HEIST__TASK_SYNCED, __ATOMIC_RELAXED);
 #endif
-		return t->heist__fn(t->heist__arg);
+		return 1;
 	}
+	return 0;
+}
+
+HEIST__FAST int
+heist__sync_inline(heist_task *t)
+{
+	if (__builtin_expect(heist__pop_inline(t), 1))
+		return t->heist__fn(t->heist__arg);
 	return (heist_sync)(heist__here(t));
 }
 
