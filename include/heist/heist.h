@@ -390,7 +390,7 @@ HEIST_EXPORT bool heist_future_wait_for(heist_future *f, uint64_t timeout_ns);
  *          EINVAL if f is NULL. The task's own result never comes through here.
  * It is inline over heist_future_wait_for, so it adds no symbol: a program that uses
  * it runs with every 0.1.y library.
- * @since 0.1.1
+ * @since 0.2
  */
 static inline int
 heist_future_wait_timeout(heist_future *f, uint64_t timeout_ns)
