@@ -92,7 +92,8 @@ heist__deque_fini(struct deque *dq)
  * below sees DQ_REQUEST, or a later value, which only a publish writes, after it
  * answered the request. When the flag is up we ring again ourselves: the request
  * stays pending until a publish answers it (worker.c), and the fast paths stay out
- * until then. */
+ * until then; shut bounds too, since under the profiler the inline code pushes and
+ * pops the tasks it does not sample (heist/inline.h), but never over a ring. */
 noinline void
 heist__deque_set_bounds(struct deque *dq)
 {
@@ -117,7 +118,7 @@ heist__deque_set_bounds(struct deque *dq)
 		atomic_exchange_explicit(&dq->limit, limit, memory_order_acquire);
 	if (atomic_load_explicit(&dq->split, memory_order_acquire) != split)
 		atomic_exchange_explicit(&dq->split, split, memory_order_acquire);
-	if (!dq->shut && heist__deque_split_requested(dq)) {
+	if (heist__deque_split_requested(dq)) {
 		/* relaxed: only our own fast paths read these, on this thread. */
 		atomic_store_explicit(&dq->limit, DQ_RING_LIMIT, memory_order_relaxed);
 		atomic_store_explicit(&dq->split, DQ_RING_SPLIT, memory_order_relaxed);

@@ -248,17 +248,19 @@ heist__deque_request(struct deque *dq)
 static inline void
 heist__deque_reopen(struct deque *dq)
 {
-	if (dq->shut || heist__deque_split_requested(dq))
+	if (heist__deque_split_requested(dq))
 		return;
+	uintptr_t limit = dq->shut ? DQ_SHUT_LIMIT : (uintptr_t)dq->room;
+	uintptr_t split = dq->shut ? DQ_SHUT_SPLIT : (uintptr_t)dq->floor;
 	/* relaxed: our own words; a ring that comes after this is a new request. */
-	if (dq->split_high ||
-	    atomic_load_explicit(&dq->limit, memory_order_relaxed) != (uintptr_t)dq->room ||
-	    atomic_load_explicit(&dq->split, memory_order_relaxed) != (uintptr_t)dq->floor)
+	if ((dq->split_high && !dq->shut) ||
+	    atomic_load_explicit(&dq->limit, memory_order_relaxed) != limit ||
+	    atomic_load_explicit(&dq->split, memory_order_relaxed) != split)
 		heist__deque_set_bounds(dq);
 }
 
 /* Before the owner starts: its pool profiles, so every spawn and sync goes to the
- * library, which stamps the tasks. */
+ * library, which stamps the tasks (but those it does not sample: heist/inline.h). */
 static inline void
 heist__deque_set_profile(struct deque *dq)
 {

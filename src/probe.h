@@ -25,28 +25,9 @@ struct profile *heist__profile_new(size_t samples);
 size_t heist__profile_capacity(size_t wanted);
 void heist__profile_free(struct profile *p);
 
-/* The profiler's sampling draws (heist_config.profile_every): xorshift32 (Marsaglia
- * 2003), never 0 from a nonzero state. A task is recorded when the draw's high bits
- * under the mask are all 0: each one by itself with chance 1 / (mask + 1), so that the
- * sample does not follow the program's own rhythm as every n-th spawn would (in a
- * recursion, every n-th spawn is at the same few depths). */
-static inline uint32_t
-heist__sample_draw(uint32_t x)
-{
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	return x;
-}
-
-static inline bool
-heist__sample_hit(uint32_t draw, uint32_t mask)
-{
-	return ((draw >> 12) & mask) == 0;
-}
-
-/* Sampling of jobs: whether the job this thread submits now is one to record, with
- * chance 1 / (mask + 1), by the draws above (spawns draw from their worker's state). Each thread draws from its own state; initial-exec,
+/* Sampling (heist_config.profile_every) of jobs: whether the job this thread submits
+ * now is one to record, with chance 1 / (mask + 1), by heist/inline.h's draws (spawns
+ * draw from their worker's state). Each thread draws from its own state; initial-exec,
  * as the other thread-locals. */
 extern __thread uint32_t heist__profile_tick __attribute__((tls_model("initial-exec")));
 

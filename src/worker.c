@@ -41,10 +41,16 @@ HEIST_EXPORT __thread void *heist__self_v2 __attribute__((tls_model("initial-exe
 	static_assert(offsetof(struct heist__worker_view, view) == offsetof(struct worker, field), \
 		      "heist/inline.h: " #view)
 SAME_OFFSET(head, dq.head);
+SAME_OFFSET(room, dq.room);
+SAME_OFFSET(floor, dq.floor);
 SAME_OFFSET(limit, dq.limit);
 SAME_OFFSET(split, dq.split);
 SAME_OFFSET(epoch, cur_epoch);
+SAME_OFFSET(sample_mask, sample_mask);
+SAME_OFFSET(sample_tick, sample_tick);
 SAME_OFFSET(pairs, stats.pairs);
+static_assert(HEIST__SHUT_LIMIT == DQ_SHUT_LIMIT && HEIST__SHUT_SPLIT == DQ_SHUT_SPLIT,
+	      "heist/inline.h: the profiler's bounds");
 static_assert(sizeof(void **) == sizeof(dq_slot *) && sizeof(uintptr_t) == sizeof(_Atomic uintptr_t),
 	      "heist/inline.h: the owner's words");
 static_assert(HEIST__LINE == CACHE_LINE, "heist/inline.h: the line stride");

@@ -22,15 +22,17 @@ struct worker {
 	struct deque dq;		/* first: its owner line is the hottest */
 
 	/* Owner's line: written only by this worker (stats are read by anyone). The
-	 * inline fast paths (heist/inline.h) use cur_epoch and the first counter: they
-	 * stay first, at the offsets worker.c asserts. */
+	 * inline fast paths (heist/inline.h) use cur_epoch, the sampling and the first
+	 * counter: they stay first, at the offsets worker.c asserts. */
 	/* The idle epoch of the work this thread runs now (submit.c): the job's, a
 	 * stolen task's spawner's (spawn records it in the task), the guest's: 0 or 1,
 	 * the parity. What it submits, and the continuations it queues, count in it. */
 	CACHE_ALIGNED unsigned cur_epoch;
 	/* The profiler's sampling of spawns (heist_config.profile_every): the mask a
-	 * draw is tested with, and (below) the state of the draws, never 0. */
+	 * draw is tested with, and the state of the draws (heist/inline.h's and
+	 * fork.c's), never 0. */
 	uint32_t sample_mask;
+	uint32_t sample_tick;
 	struct {
 		/* Spawns synced inline by heist/inline.h's fast path: each is one
 		 * spawned and one executed task. The library counts the others. */
@@ -38,7 +40,6 @@ struct worker {
 		counter executed, spawned, stolen, steal_attempts, injector_pops, sleeps,
 			wakes, parks;
 	} stats;
-	uint32_t sample_tick;
 	struct heist_pool *pool;
 	unsigned index;
 	bool profile;			/* the pool profiles: prof is set */

@@ -48,9 +48,16 @@
 
 /* The first bytes of the library's struct worker (its deque first). */
 struct heist__worker_view {
-	/* The owner's line: where the next push goes. _Atomic in the library. */
+	/* The owner's line: where the next push goes (_Atomic in the library), and the
+	 * true bounds, which limit and split hold when nothing closed them: used here
+	 * only under the profiler, whose shut bounds send every spawn and sync this
+	 * way, to push and pop a task it does not sample. */
 	void **head;
-	unsigned char heist__pad0[HEIST__LINE - sizeof(void **)];
+	int64_t heist__origin;
+	void **heist__base;
+	void **room;
+	void **floor;
+	unsigned char heist__pad0[HEIST__LINE - 5 * sizeof(void **)];
 	/* The bounds' line: a push below limit has room, a pop above split takes a
 	 * task no thief can reach. The library computes both in its slow paths; a
 	 * thief that asks for work, or the profiler, sets them so that every push and
@@ -60,10 +67,16 @@ struct heist__worker_view {
 	unsigned char heist__pad1[3 * HEIST__LINE - 2 * sizeof(uintptr_t)];
 	/* The worker's line. */
 	unsigned epoch;			/* what a spawned task's thief word starts as */
+	uint32_t sample_mask;		/* the profiler records one spawn in mask + 1 */
+	uint32_t sample_tick;		/* its last draw (heist__sample_draw) */
 	uint32_t heist__pad2;
 	uint64_t pairs;			/* statistics: spawns synced here; each counts as
 					   one spawned and one executed (src/pool.c) */
 };
+
+/* The bounds' values of a pool that profiles (src/deque.h, DQ_SHUT_*). */
+#define HEIST__SHUT_LIMIT HEIST__STATIC(uintptr_t, 1)
+#define HEIST__SHUT_SPLIT (~HEIST__STATIC(uintptr_t, 1))
 
 /* The worker on this thread. On a thread that is no worker, a stand-in whose bounds
  * send both fast paths to the library without a test of their own. initial-exec: one
@@ -121,6 +134,54 @@ heist__count(uint64_t *c)
 #endif
 }
 
+/* The profiler's sampling draws (heist_config.profile_every): xorshift32 (Marsaglia
+ * 2003), never 0 from a nonzero state. A task is recorded when the draw's high bits
+ * under the mask are all 0: each one by itself with chance 1 / (mask + 1), so that the
+ * sample does not follow the program's own rhythm as every n-th spawn would (in a
+ * recursion, every n-th spawn is at the same few depths). The library draws the same
+ * way (src/probe.h). */
+static inline uint32_t
+heist__sample_draw(uint32_t x)
+{
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return x;
+}
+
+static inline int
+heist__sample_hit(uint32_t draw, uint32_t mask)
+{
+	return ((draw >> 12) & mask) == 0;
+}
+
+/* Under the profiler: whether the next spawn is one it skips; if so, its draw is used
+ * up. A spawn to record goes to the library, which makes the same draw, uses it up
+ * and stamps the task. */
+static inline int
+heist__unsampled(struct heist__worker_view *w)
+{
+	if (!w->sample_mask)
+		return 0;	/* every task is recorded: no draw */
+	uint32_t x = heist__sample_draw(w->sample_tick);
+	if (heist__sample_hit(x, w->sample_mask))
+		return 0;
+	w->sample_tick = x;
+	return 1;
+}
+
+HEIST__FAST void
+heist__push(struct heist__worker_view *w, void **h, heist_task *t, heist_fn fn, void *arg)
+{
+	t->heist__fn = fn;
+	t->heist__arg = arg;
+	__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->heist__thief, HEIST__REINTERPRET(void *, HEIST__STATIC(uintptr_t, w->epoch)),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(h, HEIST__STATIC(void *, t), __ATOMIC_RELAXED);
+	__atomic_store_n(&w->head, h + 1, __ATOMIC_RELAXED);
+}
+
 /* Push t: a store into the slot at head, then head moves up. The record's fields
  * first: a thief reaches t only through the library's publish, a release store that
  * orders all of these before it. */
@@ -129,15 +190,16 @@ heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 {
 	struct heist__worker_view *w = heist__self();
 	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
-	if (__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) <
-			     __atomic_load_n(&w->limit, __ATOMIC_RELAXED), 1)) {
-		t->heist__fn = fn;
-		t->heist__arg = arg;
-		__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
-		__atomic_store_n(&t->heist__thief, HEIST__REINTERPRET(void *, HEIST__STATIC(uintptr_t, w->epoch)),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(h, HEIST__STATIC(void *, t), __ATOMIC_RELAXED);
-		__atomic_store_n(&w->head, h + 1, __ATOMIC_RELAXED);
+	uintptr_t limit = __atomic_load_n(&w->limit, __ATOMIC_RELAXED);
+	if (__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) < limit, 1)) {
+		heist__push(w, h, t, fn, arg);
+		return;
+	}
+	/* The profiler shut the bounds: a task it does not sample is pushed here all
+	 * the same, unstamped (a request rings over shut bounds, and goes on). */
+	if (limit == HEIST__SHUT_LIMIT && h < w->room && heist__unsampled(w)) {
+		t->heist__tsc = 0;	/* not recorded when it runs */
+		heist__push(w, h, t, fn, arg);
 		return;
 	}
 	(heist_spawn)(t, fn, arg);
@@ -153,8 +215,11 @@ heist__pop_inline(heist_task *t)
 {
 	struct heist__worker_view *w = heist__self();
 	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
-	if (__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) >
-			     __atomic_load_n(&w->split, __ATOMIC_RELAXED), 1) &&
+	uintptr_t split = __atomic_load_n(&w->split, __ATOMIC_RELAXED);
+	/* Private and t (the fast case); or, under the profiler, private, t, and not
+	 * sampled (its spawn left it unstamped). */
+	if ((__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) > split, 1) ||
+	     (split == HEIST__SHUT_SPLIT && h > w->floor && t->heist__tsc == 0)) &&
 	    __builtin_expect(__atomic_load_n(h - 1, __ATOMIC_RELAXED) == HEIST__STATIC(void *, heist__here(t)), 1)) {
 		__atomic_store_n(&w->head, h - 1, __ATOMIC_RELAXED);
 		heist__count(&w->pairs);
