@@ -873,7 +873,7 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
 	{                                                                               \
 		if (HEIST__POP(&t->heist__task))                                        \
 			return fn(HEIST__ID args);                                      \
-		(heist_sync)(&t->heist__task);                                          \
+		(heist_sync)(HEIST__HERE(&t->heist__task));                             \
 		return t->heist__r;                                                     \
 	}
 #define HEIST__VOID_TASK(name, fn, fields, params, stores, args)                        \
@@ -898,7 +898,7 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
 			fn(HEIST__ID args);                                             \
 			return;                                                         \
 		}                                                                       \
-		(heist_sync)(&t->heist__task);                                          \
+		(heist_sync)(HEIST__HERE(&t->heist__task));                             \
 	}
 
 /* ---------------------------------------------------------------------------------- */
@@ -998,9 +998,11 @@ HEIST_EXPORT int heist_pool_placement(const heist_pool *pool, unsigned index,
 #if defined(__GNUC__) && !defined(HEIST_NO_INLINE)
 #include <heist/inline.h>
 #define HEIST__POP(t) heist__pop_inline(t)
+#define HEIST__HERE(t) heist__here(t)
 #define HEIST__TYPED HEIST__FAST
 #else
 #define HEIST__POP(t) 0
+#define HEIST__HERE(t) (t)
 #define HEIST__TYPED static inline
 #endif
 
