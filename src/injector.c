@@ -152,10 +152,20 @@ heist__injector_take(struct injector *q, struct task **out, size_t max)
 
 struct task *
 heist__injector_take_if(struct injector *q, bool (*match)(void *ctx, struct task *t),
-			void *ctx)
+			void *ctx, bool *busy)
 {
-	if (!consumer_enter(q))
+	if (!consumer_enter(q)) {
+		/* Not empty: another thread is the consumer, or was a moment ago and
+		 * left tasks behind, or a producer has just come; either way we did not
+		 * look at the oldest task. seq_cst (heist__injector_depth): in the order
+		 * of the producers' and consumers' seq_cst RMWs of depth, so that if we
+		 * call the queue empty, the caller's later seq_cst look
+		 * (heist__pool_work_visible) that finds tasks finds newer pushes, not
+		 * old entries a stale peek passed over. */
+		*busy = heist__injector_depth(q) != 0;
 		return NULL;
+	}
+	*busy = false;
 	/* The task take_one would hand out next: the head, past the sentinel.
 	 * acquire: as in take_one. */
 	struct task *t = q->head;

@@ -53,9 +53,11 @@ struct task *heist__injector_find(struct injector *q, bool (*match)(void *ctx, s
 				  void *ctx);
 
 /* Take the oldest task if match(ctx, t) says so (it is alive while match looks, as for
- * heist__injector_find); else, or when another thread is consuming, NULL. */
+ * heist__injector_find); else, or when another thread is consuming, NULL. *busy says
+ * whether the oldest task went unseen: the queue was not empty, and another thread
+ * was consuming (or had just been, and we did not get in). */
 struct task *heist__injector_take_if(struct injector *q, bool (*match)(void *ctx, struct task *t),
-				     void *ctx);
+				     void *ctx, bool *busy);
 
 static inline size_t
 heist__injector_depth(struct injector *q)

@@ -7,7 +7,8 @@
  * When one is called. A parked waiter that cannot help asks for one only where work
  * would otherwise wait with no thread to run it: work visible in the pool (queued in
  * the injector, or public in a deque, once entries of jobs claimed already are
- * dropped) and no worker idle (searching or asleep: the sleep protocol wakes those).
+ * dropped; not while another thread is at the injector, where they may be all there
+ * is) and no worker idle (searching or asleep: the sleep protocol wakes those).
  * Then:
  *  - an untimed wait votes, once per nap, saying whether its chain of waits is stuck
  *    (it ends at another pool's queued job, or at a wait a walk does not follow) or

@@ -676,12 +676,14 @@ taken_already(void *ctx, struct task *t)
  * running them runs nothing (heist__job_run skips a job taken already), so a waiter
  * may do it on top of any frame. Anything else at our bottom goes back where it was
  * (taken first, so that we read no record a thief may have run and freed meanwhile;
- * put_back), public again. */
-static void
+ * put_back), public again. Returns false if another thread was at the injector, so
+ * that we could not see past its head: what it counts may be claimed entries only. */
+static bool
 drop_taken(struct worker *w, bool own_deque)
 {
 	struct task *t;
-	while ((t = heist__injector_take_if(&w->pool->injector, taken_already, NULL))) {
+	bool busy;
+	while ((t = heist__injector_take_if(&w->pool->injector, taken_already, NULL, &busy))) {
 		/* Counted as a take, so that heist__pool_progress (depth + takes) only
 		 * grows: a drop and a new submission must not look like no change. */
 		counter_add(&w->stats.injector_pops, 1);
@@ -690,10 +692,11 @@ drop_taken(struct worker *w, bool own_deque)
 	while (own_deque && (t = heist__deque_pop(&w->dq))) {
 		if (!taken_already(NULL, t)) {
 			put_back(w, t);
-			return;
+			break;
 		}
 		heist__worker_run(w, t);
 	}
+	return !busy;
 }
 
 /* Whether a parked thread should ask for a spare: only when there is work it leaves
@@ -701,14 +704,24 @@ drop_taken(struct worker *w, bool own_deque)
  * take it (searching or asleep: the sleep protocol wakes those). The guest slot is no
  * thread of the pool's count. own_deque: also clear our own deque of claimed jobs (a
  * parked untimed wait, once a nap; not a timed one, which a poll loop calls again and
- * again, taking its own job out of thieves' reach each time). */
+ * again, taking its own job out of thieves' reach each time). A parked untimed wait
+ * does not ask while another thread is at the injector, so that it could not drop
+ * what is at its head: a worker between two tasks that takes claimed entries off it,
+ * say (neither idle nor blocked, and its takes leave heist__pool_progress as it was),
+ * whose entries it would take for work that no thread of the pool runs; its next
+ * look, a nap later, sees (a single chain of waits across pools called a stand-in
+ * so: tests/test-live.c, taken_entries_behind_a_busy_injector_call_no_stand_in). A
+ * timed wait asks once per call and has no next look: it rather has a stand-in for
+ * entries that may be claimed ones (one per parked thread at most, spare.h) than
+ * wait out its deadline. */
 static bool
 needs_stand_in(struct worker *w, bool own_deque)
 {
 	struct heist_pool *pool = w->pool;
 	if (heist__worker_is_guest(w) || heist__sleep_has_idle(&pool->sleep))
 		return false;
-	drop_taken(w, own_deque);
+	if (!drop_taken(w, own_deque) && own_deque)
+		return false;
 	return heist__pool_work_visible(pool);
 }
 

@@ -9,7 +9,8 @@
  * the shape needs no spare. Every result is exact, and the peak number of the pools'
  * threads (counted by the start and stop hooks, and read in /proc/self/task) stays
  * within the theorem's bound. Also: a spare that ran queued jobs exits after its
- * keep-alive; a stand-in that cannot be had is counted and said once on stderr; what
+ * keep-alive; entries of jobs taken already that a waiter cannot drop call none; a
+ * stand-in that cannot be had is counted and said once on stderr; what
  * a submit from a hook does; a when_all whose pool is destroyed first; and a walk
  * across pools racing the destroy of the pool it walks (for ASan and TSan).
  *
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "pool.h"	/* white-box: the injector's consumer flag */
 #include "spare.h"	/* heist__spare_keepalive_ns */
 
 #define WATCHDOG_NS (60ull * 1000 * 1000 * 1000)
@@ -803,6 +805,66 @@ an_exhausted_bound_is_counted_and_said_once(void **state)
 	}
 }
 
+/* A job claimed where it sat (or cancelled) leaves its entry in the injector, and a
+ * parked waiter drops such entries before it looks for work that no thread runs
+ * (wait.c, drop_taken); it cannot while another thread is the injector's consumer: a
+ * worker between two tasks taking a batch of such entries, neither idle nor blocked,
+ * whose takes leave the pool's progress as it was. Counting them as work then called
+ * a stand-in for a single chain of waits across pools (chains_across_pools_..., under
+ * TSan, 2 runs in 36). Here the test thread is that consumer (it takes the flag as
+ * injector.c's consumer_enter does) while P's only worker waits for a job queued in
+ * Q, whose worker is held, and P's injector holds cancelled entries only. Without the
+ * fix a stand-in comes at the worker's first look (one per 200 us); the test gives it
+ * 30 ms at least, and passes however long it waits. */
+static int
+run_in_other(void *arg)
+{
+	return heist_run(arg, answer, NULL);
+}
+
+static void
+taken_entries_behind_a_busy_injector_call_no_stand_in(void **state)
+{
+	(void)state;
+	enum { ENTRIES = 8 };
+	static struct hold hold;
+	hold = (struct hold){0};
+	heist_pool *p = make_pool(1), *q = make_pool(1);
+	heist_future *held, *w, *f[ENTRIES];
+	hold_worker(q, &hold, &held);
+	assert_int_equal(heist_submit(p, run_in_other, q, &w), 0);
+	struct heist_stats st;
+	bool ok;
+	POLL(ok, heist_pool_stats(p, &st) == 0 && st.parks > 0);
+	assert_true(ok);
+	/* acquire: as consumer_enter, whose flag P's worker may hold for a moment. */
+	while (atomic_exchange_explicit(&p->injector.consuming, true, memory_order_acquire))
+		nap(NAP_NS);
+	for (int i = 0; i < ENTRIES; i++) {
+		assert_int_equal(heist_submit(p, answer, NULL, &f[i]), 0);
+		heist_future_cancel(f[i]);
+	}
+	for (int i = 0; i < 300; i++) {
+		assert_int_equal(heist_pool_stats(p, &st), 0);
+		if (st.spares_started)
+			break;
+		nap(NAP_NS);
+	}
+	/* release: hands the head as we left it (untouched) to the next consumer. */
+	atomic_store_explicit(&p->injector.consuming, false, memory_order_release);
+	atomic_store(&hold.open, 1);
+	assert_int_equal(watched(w), 42);
+	assert_int_equal(watched(held), 0);
+	for (int i = 0; i < ENTRIES; i++)
+		assert_int_equal(watched(f[i]), ECANCELED);
+	assert_int_equal(heist_pool_stats(p, &st), 0);
+	heist_pool_destroy(p);
+	heist_pool_destroy(q);
+	if (st.spares_started)
+		fail_msg("%llu stand-ins for entries of cancelled jobs, with P's worker waiting "
+			 "in Q", (unsigned long long)st.spares_started);
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Hooks that submit, and a when_all whose pool is destroyed first                    */
 
@@ -984,6 +1046,7 @@ main(void)
 		cmocka_unit_test(chains_of_continuations_waited_from_outside),
 		cmocka_unit_test(a_group_waited_in_a_task_runs_jobs_submitted_from_outside),
 		cmocka_unit_test(a_spare_that_ran_queued_jobs_exits_after_its_keep_alive),
+		cmocka_unit_test(taken_entries_behind_a_busy_injector_call_no_stand_in),
 		cmocka_unit_test(an_exhausted_bound_is_counted_and_said_once),
 		cmocka_unit_test(a_spares_hooks_may_submit),
 		cmocka_unit_test(a_when_all_whose_pool_is_gone_still_completes),
