@@ -30,7 +30,8 @@ EXEMPT = [
 
 
 def tracked(root):
-    if os.path.isdir(os.path.join(root, ".git")) and shutil.which("git"):
+    # .git is a directory in a clone and a file in a worktree (git worktree add).
+    if os.path.exists(os.path.join(root, ".git")) and shutil.which("git"):
         out = subprocess.run(["git", "-C", root, "ls-files", "-z"], check=True,
                              capture_output=True).stdout
         return [f for f in out.decode().split("\0") if f]
