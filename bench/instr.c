@@ -8,7 +8,8 @@
  * only waits). Per pair: (heist - serial) / spawns, where a fib(n) tree has
  * fib(n + 1) - 1 calls above the leaves, one spawn+sync each. The same again for
  * heist-bench-user (bench/user_fib.c), W1 built as a user's program is: -O2, the
- * shared library, heist.h alone.
+ * shared library, heist.h alone; once with heist_spawn of an argument struct and once
+ * with a typed task (HEIST_TASK_1), as Lace's driver uses Lace's typed tasks.
  *
  * W5-fine's row: what one heist_submit (fire-and-forget) costs, with the task's run and
  * finish on the worker, over running its body serially. `--instr-child submit N`: a
