@@ -28,13 +28,15 @@ array_new(size_t capacity)
 static int64_t capacity(const struct deque_array *a) { return a->mask + 1; }
 static int64_t window(const struct deque_array *a) { return a->mask + 1 + a->overhang; }
 
-/* Owner only: put the head at index b, which the window [origin, origin + window)
- * holds (b - origin <= window). */
+/* Owner only: the window starts at index origin, in the current array. */
 static void
-set_head(struct deque *dq, int64_t b)
+set_origin(struct deque *dq, int64_t origin)
 {
-	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
-	atomic_store_explicit(&dq->head, &dq->array->slot[b - origin], memory_order_relaxed);
+	dq->origin = origin;
+	/* relaxed: the owner's, and heist__deque_size's snapshot. */
+	atomic_store_explicit(&dq->zero,
+			      (uintptr_t)dq->array->slot - (uintptr_t)origin * sizeof(dq_slot),
+			      memory_order_relaxed);
 }
 
 int
@@ -51,11 +53,11 @@ heist__deque_init(struct deque *dq, size_t capacity, const struct hazard *hazard
 	atomic_init(&dq->top, 0);
 	atomic_init(&dq->flags, 0);
 	atomic_init(&dq->shared_array, a);
-	atomic_init(&dq->origin, 0);
 	atomic_init(&dq->head, a->slot);
-	atomic_init(&dq->base, a->slot);
+	atomic_init(&dq->zero, (uintptr_t)a->slot);
 	atomic_init(&dq->limit, DQ_RING_LIMIT);
 	atomic_init(&dq->split, DQ_RING_SPLIT);
+	dq->origin = 0;
 	dq->array = a;
 	dq->retired = NULL;
 	dq->public_cache = 0;
@@ -98,7 +100,7 @@ noinline void
 heist__deque_set_bounds(struct deque *dq)
 {
 	struct deque_array *a = dq->array;
-	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
+	int64_t origin = dq->origin;
 	int64_t room = dq->top_cache + capacity(a) - origin;
 	if (room > window(a))
 		room = window(a);
@@ -180,10 +182,9 @@ grow(struct deque *dq)
 	 * pairs with the acquire load of shared_array in steal(). */
 	atomic_store_explicit(&dq->shared_array, a, memory_order_release);
 	dq->array = a;
-	/* relaxed, all three: for heist__deque_size's snapshot only. */
-	atomic_store_explicit(&dq->origin, b & ~a->mask, memory_order_relaxed);
-	atomic_store_explicit(&dq->base, a->slot, memory_order_relaxed);
-	set_head(dq, b);
+	set_origin(dq, b & ~a->mask);
+	/* relaxed: the owner's own word (and heist__deque_size's snapshot). */
+	atomic_store_explicit(&dq->head, &a->slot[b - dq->origin], memory_order_relaxed);
 	old->retired_next = dq->retired;
 	dq->retired = old;
 	/* seq_cst fence: our store of shared_array comes before our reads of the hazard
@@ -203,16 +204,15 @@ static void
 window_on(struct deque *dq)
 {
 	struct deque_array *a = dq->array;
-	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
 	int64_t cap = capacity(a);
 	for (int64_t p = cap; p < window(a); p++)
-		if (origin + p >= dq->public_cache)	/* public ones were copied */
+		if (dq->origin + p >= dq->public_cache)	/* public ones were copied */
 			atomic_store_explicit(&a->slot[p - cap],
 					      atomic_load_explicit(&a->slot[p],
 								   memory_order_relaxed),
 					      memory_order_relaxed);
-	/* relaxed: for heist__deque_size's snapshot only (deque.h). */
-	atomic_store_explicit(&dq->origin, origin + cap, memory_order_relaxed);
+	set_origin(dq, dq->origin + cap);
+	/* relaxed: the owner's own word (and heist__deque_size's snapshot). */
 	atomic_store_explicit(&dq->head, &a->slot[window(a) - cap], memory_order_relaxed);
 }
 
@@ -247,9 +247,8 @@ noinline void
 heist__deque_drop_below(struct deque *dq)
 {
 	struct deque_array *a = dq->array;
-	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
-	/* relaxed: for heist__deque_size's snapshot only (deque.h). */
-	atomic_store_explicit(&dq->origin, origin - capacity(a), memory_order_relaxed);
+	set_origin(dq, dq->origin - capacity(a));
+	/* relaxed: the owner's own word (and heist__deque_size's snapshot). */
 	atomic_store_explicit(&dq->head, &a->slot[capacity(a) - 1], memory_order_relaxed);
 	heist__deque_set_bounds(dq);
 }
@@ -263,8 +262,7 @@ heist__deque_publish(struct deque *dq, int64_t keep)
 	if (b < dq->public_cache)
 		b = dq->public_cache;
 	struct deque_array *a = dq->array;
-	int64_t in_overhang = atomic_load_explicit(&dq->origin, memory_order_relaxed) +
-			      capacity(a);
+	int64_t in_overhang = dq->origin + capacity(a);
 	for (int64_t i = dq->public_cache > in_overhang ? dq->public_cache : in_overhang;
 	     i < b; i++)
 		atomic_store_explicit(&a->slot[i & a->mask],

@@ -72,12 +72,13 @@ struct hazard {
 #define DQ_SHUT_SPLIT (~(uintptr_t)1)
 
 struct deque {
-	/* Owner's line: written by the owner only. head and origin are atomic so that
-	 * heist_pool_pending can take a snapshot from any thread (base with them); the
-	 * owner's relaxed accesses compile to plain moves. */
+	/* Owner's line: written by the owner only. head and zero are atomic so that
+	 * heist_pool_pending can take a snapshot from any thread; the owner's relaxed
+	 * accesses compile to plain moves. */
 	CACHE_ALIGNED _Atomic(dq_slot *) head;	/* where the next push goes */
-	_Atomic int64_t origin;		/* the index of array->slot[0] in the window */
-	_Atomic(dq_slot *) base;	/* == array->slot */
+	int64_t origin;			/* the index of array->slot[0] in the window */
+	_Atomic uintptr_t zero;		/* where index 0 would be: array->slot - origin
+					   (an address, so bottom is (head - zero) / 8) */
 	dq_slot *room;			/* pushes below it have room: the bound limit
 					   holds when nothing rang */
 	dq_slot *floor;			/* pops above it are private: split's value,
@@ -147,11 +148,20 @@ deque_pos(struct deque *dq)
 	return atomic_load_explicit(&dq->head, memory_order_relaxed) - dq->array->slot;
 }
 
+/* The index of the slot at address h, in the window (zero's reader's snapshot). */
+static inline int64_t
+deque_index(uintptr_t h, uintptr_t zero)
+{
+	return (int64_t)((h - zero) / sizeof(dq_slot));
+}
+
 /* Owner only: the index the next push takes (a floor for heist__deque_steal_above). */
 static inline int64_t
 heist__deque_bottom(struct deque *dq)
 {
-	return atomic_load_explicit(&dq->origin, memory_order_relaxed) + deque_pos(dq);
+	/* relaxed: the owner's own words. */
+	return deque_index((uintptr_t)atomic_load_explicit(&dq->head, memory_order_relaxed),
+			   atomic_load_explicit(&dq->zero, memory_order_relaxed));
 }
 
 /* Owner only: the slot where the owner keeps index i, a queued index (top <= i <
@@ -159,23 +169,21 @@ heist__deque_bottom(struct deque *dq)
 static inline dq_slot *
 deque_owner_slot(struct deque *dq, int64_t i)
 {
-	int64_t origin = atomic_load_explicit(&dq->origin, memory_order_relaxed);
-	return i >= origin ? &dq->array->slot[i - origin] : &dq->array->slot[i & dq->array->mask];
+	return i >= dq->origin ? &dq->array->slot[i - dq->origin]
+			       : &dq->array->slot[i & dq->array->mask];
 }
 
 /* Tasks queued, public and private: any thread, a racy snapshot. Read while the owner
- * grows or moves its window, head, base and origin may come from different moments:
- * the count is then clamped (0 or the most a deque can hold), never a wild number. */
+ * grows or moves its window, head and zero may come from different moments: the count
+ * is then clamped (0 or the most a deque can hold), never a wild number. */
 static inline size_t
 heist__deque_size(const struct deque *dq)
 {
 	struct deque *d = (struct deque *)dq;
 	/* relaxed: a snapshot, ordered with nothing. */
 	uintptr_t head = (uintptr_t)atomic_load_explicit(&d->head, memory_order_relaxed);
-	uintptr_t base = (uintptr_t)atomic_load_explicit(&d->base, memory_order_relaxed);
-	int64_t origin = atomic_load_explicit(&d->origin, memory_order_relaxed);
+	int64_t b = deque_index(head, atomic_load_explicit(&d->zero, memory_order_relaxed));
 	int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
-	int64_t b = origin + (int64_t)(head - base) / (int64_t)sizeof(dq_slot);
 	if (b <= t)
 		return 0;
 	return b - t > (int64_t)1 << 40 ? 0 : (size_t)(b - t);

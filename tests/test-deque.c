@@ -242,18 +242,18 @@ window_moves_on_and_back_across_the_arrays_end(void **state)
 	/* 4..7 in the array, 8 and 9 in the overhang, 10 moves the window on. */
 	for (uintptr_t i = 4; i < 12; i++)
 		assert_int_equal(heist__deque_push(dq, item(i)), 0);
-	assert_int_equal(atomic_load(&dq->origin), 8);
+	assert_int_equal(dq->origin, 8);
 	assert_int_equal(dq->array->mask + 1, 8);	/* it moved, it did not grow */
 	assert_int_equal(heist__deque_size(dq), 8);
 	/* Back down: 11..8 in the window, 7..4 below it, private (low). */
 	for (uintptr_t i = 12; i-- > 6;)
 		assert_ptr_equal(heist__deque_pop(dq), item(i));
-	assert_int_equal(atomic_load(&dq->origin), 0);	/* moved back at 7 */
+	assert_int_equal(dq->origin, 0);	/* moved back at 7 */
 	/* Up again into the overhang, then a publish copies 8 and 9 to their own slots,
 	 * where thieves find them after 4 and 5. */
 	for (uintptr_t i = 6; i < 10; i++)
 		assert_int_equal(heist__deque_push(dq, item(i)), 0);
-	assert_int_equal(atomic_load(&dq->origin), 0);
+	assert_int_equal(dq->origin, 0);
 	heist__deque_publish(dq, 0);
 	for (uintptr_t i = 4; i < 10; i++)
 		steal_expect(dq, i);

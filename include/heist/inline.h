@@ -54,7 +54,7 @@ struct heist__worker_view {
 	 * way, to push and pop a task it does not sample. */
 	void **head;
 	int64_t heist__origin;
-	void **heist__base;
+	uintptr_t heist__zero;
 	void **room;
 	void **floor;
 	unsigned char heist__pad0[HEIST__LINE - 5 * sizeof(void **)];
