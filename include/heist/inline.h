@@ -183,17 +183,18 @@ heist__push(struct heist__worker_view *w, void **h, heist_task *t, heist_fn fn, 
 }
 
 /* What a spawn+sync pair costs, and why each part is there. x86-64, gcc 12 -O2, W1 in
- * a user's build (bench/user_fib.c): 43.6 instructions over serial fib, the 26 below
+ * a user's build (bench/user_fib.c): 46.6 instructions over serial fib, the 29 below
  * and the driver's own (its argument structs, the stores of fn and arg, the call of
  * the child through the record's pointer: a driver whose spawn and sync do only that
  * measures 20.1 over serial); a typed task (heist.h, HEIST_TASK_1) needs few of
- * those: 27.0 in all.
+ * those: 30.0 in all.
  *
- * spawn, 13:
+ * spawn, 16:
  *   2  the worker: the TLS offset and the %fs-relative load (heist__self);
  *   1  head;
  *   3  limit, compare, branch: one test for room in the array, the window's end, a
  *      thief's request, the profiler and a thread that is no worker;
+ *   3  split, compare, branch: for time, not safety (heist__spawn_inline);
  *   1  the state PENDING: heist_sync's slow path tells a spawned record from a stale
  *      or zeroed one by it (and aborts with a message), and the thief's exchange to
  *      DONE must find a known value;
@@ -223,7 +224,17 @@ heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 	struct heist__worker_view *w = heist__self();
 	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
 	uintptr_t limit = __atomic_load_n(&w->limit, __ATOMIC_RELAXED);
-	if (__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) < limit, 1)) {
+	/* head between split and limit: the owner's private window as its last slow
+	 * path left it, and no ring on either bound. The lower compare is not needed
+	 * for safety (a ring closes limit first), but it is for time: without it,
+	 * W1's plain driver ran 557 ms against 423 ms with it (fib(38), gcc -O2, one
+	 * worker, the Xeon of docs/benchmarks.md's 2026-12-06 runs; clang 509 against
+	 * 418), for 3 instructions more; a typed task and heist::join ran the same.
+	 * Why a load more makes this spawn faster we could not see without the
+	 * processor's counters, which this machine does not give; see the runs. */
+	if (__builtin_expect(HEIST__REINTERPRET(uintptr_t, h) < limit, 1) &&
+	    __builtin_expect(HEIST__REINTERPRET(uintptr_t, h) >=
+				     __atomic_load_n(&w->split, __ATOMIC_RELAXED), 1)) {
 		heist__push(w, h, t, fn, arg);
 		return;
 	}
