@@ -9,9 +9,9 @@
  * function, which handles every case from the start. The out-of-line functions stay
  * exported, for other languages, for taking their address ((heist_spawn) or
  * &heist_spawn), and for programs that define HEIST_NO_INLINE before including
- * heist.h. Each fast path is one compare and branch on top of the push or pop itself:
- * every other case (no room, a thief's request, the profiler, no worker) shows in the
- * bounds it compares with (src/deque.h).
+ * heist.h. Each fast path is a compare and branch with the bounds on top of the push
+ * or pop itself (two for a spawn): every other case (no room, a thief's request, the
+ * profiler, no worker) shows in the bounds it compares with (src/deque.h).
  *
  * The layout. The inline code reads and writes the start of the library's worker
  * (struct heist__worker_view) and a task record (heist_task's fields), so that part of
