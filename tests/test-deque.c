@@ -30,15 +30,17 @@ static struct task *item(uintptr_t i) { return (struct task *)(i + 1); }
 static uintptr_t index_of(struct task *t) { return (uintptr_t)t - 1; }
 
 static int
-setup(void **state)
+setup_with(void **state, size_t capacity)
 {
 	struct deque *dq = aligned_alloc(CACHE_LINE, sizeof(*dq));
-	/* tiny, so tests also grow it */
-	if (!dq || heist__deque_init(dq, 2, hazards, THIEVES + 1))
+	if (!dq || heist__deque_init(dq, capacity, hazards, THIEVES + 1))
 		return -1;
 	*state = dq;
 	return 0;
 }
+
+/* tiny, so tests also grow it */
+static int setup(void **state) { return setup_with(state, 2); }
 
 static int
 teardown(void **state)
@@ -192,15 +194,7 @@ steal_above_takes_only_at_or_above_the_floor(void **state)
 }
 
 /* A deque of 8 slots and 2 more for the owner's window (deque.h). */
-static int
-setup_8(void **state)
-{
-	struct deque *dq = aligned_alloc(CACHE_LINE, sizeof(*dq));
-	if (!dq || heist__deque_init(dq, 8, hazards, THIEVES + 1))
-		return -1;
-	*state = dq;
-	return 0;
-}
+static int setup_8(void **state) { return setup_with(state, 8); }
 
 /* heist/inline.h's fast paths, as the deque sees them: a push below limit, a pop above
  * split, nothing else. */

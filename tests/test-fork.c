@@ -135,22 +135,22 @@ fib_with_this_files_spawn_and_sync_is_right_on_1_2_4_workers(void **state)
 
 /* Every spawn counts once in spawned and once in executed, whichever path it took
  * (inline or not, stolen or not), once the computation is over; the root task is one
- * more executed. fib(n) spawns fib(n + 1) - 1 times. */
+ * more executed. fib(n) spawns fib(n + 1) - 1 times. root computes fib into its
+ * struct fib. */
 static void
-stats_count_every_spawn_of_this_file(void **state)
+check_stats_count_every_spawn(heist_fn root)
 {
 	static const unsigned sizes[] = { 1, 2 };
 	enum { N = 22 };
 	const uint64_t spawns = (uint64_t)fib_serial(N + 1) - 1;
 
-	(void)state;
 	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
 		heist_pool *pool = make_pool(sizes[s]);
 		struct fib f = { .n = N, .r = -1 };
 		struct heist_stats st;
 		bool ok;
 
-		assert_int_equal(heist_run(pool, fib_here, &f), 0);
+		assert_int_equal(heist_run(pool, root, &f), 0);
 		assert_int_equal(f.r, fib_serial(N));
 		/* The root's worker counts it once it has run: poll for that. */
 		POLL(ok, heist_pool_stats(pool, &st) == 0 && st.executed >= spawns + 1);
@@ -160,6 +160,13 @@ stats_count_every_spawn_of_this_file(void **state)
 		assert_int_equal(st.executed, spawns + 1);
 		heist_pool_destroy(pool);
 	}
+}
+
+static void
+stats_count_every_spawn_of_this_file(void **state)
+{
+	(void)state;
+	check_stats_count_every_spawn(fib_here);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -199,26 +206,8 @@ typed_fib_is_right_on_1_2_4_workers(void **state)
 static void
 stats_count_every_typed_spawn(void **state)
 {
-	static const unsigned sizes[] = { 1, 2 };
-	enum { N = 22 };
-	const uint64_t spawns = (uint64_t)fib_serial(N + 1) - 1;
-
 	(void)state;
-	for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-		heist_pool *pool = make_pool(sizes[s]);
-		struct fib f = { .n = N, .r = -1 };
-		struct heist_stats st;
-		bool ok;
-
-		assert_int_equal(heist_run(pool, fib_typed_root, &f), 0);
-		assert_int_equal(f.r, fib_serial(N));
-		POLL(ok, heist_pool_stats(pool, &st) == 0 && st.executed >= spawns + 1);
-		assert_true(ok);
-		assert_int_equal(heist_pool_stats(pool, &st), 0);
-		assert_int_equal(st.spawned, spawns);
-		assert_int_equal(st.executed, spawns + 1);
-		heist_pool_destroy(pool);
-	}
+	check_stats_count_every_spawn(fib_typed_root);
 }
 
 /* Four arguments of four types and a struct for a value; and a void function that

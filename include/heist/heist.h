@@ -853,6 +853,12 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
  * is stolen or run by the library's sync; the sync's own fast path calls fn itself
  * (HEIST__POP: heist/inline.h's pop, or 0 where the fast paths are not inline). */
 #define HEIST__ID(...) __VA_ARGS__
+#define HEIST__TASK_SPAWN(name, params, stores)                                         \
+	HEIST__TYPED void name##_spawn(struct name *t, HEIST__ID params)                \
+	{                                                                               \
+		HEIST__ID stores                                                        \
+		heist_spawn(&t->heist__task, name##_heist__run, t);                     \
+	}
 #define HEIST__TASK(name, R, fn, fields, params, stores, args)                          \
 	struct name {                                                                   \
 		heist_task heist__task;                                                 \
@@ -865,11 +871,7 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
 		t->heist__r = fn(HEIST__ID args);                                       \
 		return 0;                                                               \
 	}                                                                               \
-	HEIST__TYPED void name##_spawn(struct name *t, HEIST__ID params)                \
-	{                                                                               \
-		HEIST__ID stores                                                        \
-		heist_spawn(&t->heist__task, name##_heist__run, t);                     \
-	}                                                                               \
+	HEIST__TASK_SPAWN(name, params, stores)                                         \
 	HEIST__TYPED R name##_sync(struct name *t)                                      \
 	{                                                                               \
 		if (HEIST__POP(&t->heist__task))                                        \
@@ -888,11 +890,7 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
 		fn(HEIST__ID args);                                                     \
 		return 0;                                                               \
 	}                                                                               \
-	HEIST__TYPED void name##_spawn(struct name *t, HEIST__ID params)                \
-	{                                                                               \
-		HEIST__ID stores                                                        \
-		heist_spawn(&t->heist__task, name##_heist__run, t);                     \
-	}                                                                               \
+	HEIST__TASK_SPAWN(name, params, stores)                                         \
 	HEIST__TYPED void name##_sync(struct name *t)                                   \
 	{                                                                               \
 		if (HEIST__POP(&t->heist__task)) {                                      \
