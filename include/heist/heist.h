@@ -779,10 +779,9 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
  * argument struct, which is most of what a spawn+sync pair of heist_spawn and
  * heist_sync costs over a plain call (W1: 30 instructions over serial fib, where a
  * heist_spawn of an argument struct costs 47; in time 3.0 ns against 5.5 per spawn;
- * docs/benchmarks.md). The same rules
- * hold: t stays alive and untouched until name_sync returns, syncs come in the
- * reverse order of their spawns, and outside a worker fn runs at once, inside
- * name_spawn. Every function is static inline; R must not be void (HEIST_VOID_TASK_n
+ * docs/benchmarks.md). The same rules hold: t stays alive and untouched until
+ * name_sync returns, syncs come in the reverse order of their spawns, and outside a
+ * worker fn runs at once, inside name_spawn. Every function is static inline; R must not be void (HEIST_VOID_TASK_n
  * is the form for a void fn, whose name_sync returns nothing), and neither R nor an
  * argument type may have a comma outside parentheses (a typedef names one that does).
  * In C++ they compile too, but fn must not throw: a stolen task runs under the C
