@@ -110,7 +110,6 @@ heist__deque_set_bounds(struct deque *dq)
 		floor = 0;
 	dq->room = &a->slot[room];
 	dq->floor = &a->slot[floor];
-	dq->split_high = false;
 	uintptr_t limit = dq->shut ? DQ_SHUT_LIMIT : (uintptr_t)dq->room;
 	uintptr_t split = dq->shut ? DQ_SHUT_SPLIT : (uintptr_t)dq->floor;
 	/* acquire, the loads and the exchanges: pairs with the release of a thief's
@@ -325,11 +324,10 @@ heist__deque_pop_public(struct deque *dq)
 	/* The private region is empty: floor is head. split stays where it was:
 	 * public_cache only went down, so split lags above floor now, which keeps
 	 * more pops than needed from the fast path, never one too many. An exchange
-	 * per pop would cost a locked instruction; the library's heist_sync sets it
-	 * when a pop comes its way (split_high). */
+	 * per pop would cost a locked instruction; the library's spawn and sync set it
+	 * when a push or pop comes their way (heist__deque_reopen). */
 	dq->floor = atomic_load_explicit(&dq->head, memory_order_relaxed);
 	dq->low = false;
-	dq->split_high = true;
 	return x;
 }
 

@@ -85,7 +85,6 @@ struct deque {
 					   always exact (split may lag above it) */
 	bool low;			/* private tasks below origin: floor is the
 					   array's start, and so is head after them */
-	bool split_high;		/* split lags above floor (pop_public) */
 	int64_t public_cache;		/* == public_bottom: the owner is its only writer */
 	int64_t top_cache;		/* a top we saw; never above the real one */
 	struct deque_array *array;	/* == shared_array */
@@ -251,8 +250,9 @@ heist__deque_request(struct deque *dq)
 /* Owner only, from the library's spawn and sync, which the fast paths called: open
  * the bounds again if they are closed with nothing asking. A ring can outlive its
  * request (the thief's fetch_or, our publish clearing the flag, then the thief's
- * ring), and a public pop leaves split high (split_high); either would keep every
- * spawn or sync out of line until the next slow path of the deque. */
+ * ring), and a public pop leaves split above floor (deque.c); either would keep
+ * every spawn or sync out of line until the next slow path of the deque. floor is
+ * always exact, so comparing the bounds with what they should be finds both. */
 static inline void
 heist__deque_reopen(struct deque *dq)
 {
@@ -261,8 +261,7 @@ heist__deque_reopen(struct deque *dq)
 	uintptr_t limit = dq->shut ? DQ_SHUT_LIMIT : (uintptr_t)dq->room;
 	uintptr_t split = dq->shut ? DQ_SHUT_SPLIT : (uintptr_t)dq->floor;
 	/* relaxed: our own words; a ring that comes after this is a new request. */
-	if ((dq->split_high && !dq->shut) ||
-	    atomic_load_explicit(&dq->limit, memory_order_relaxed) != limit ||
+	if (atomic_load_explicit(&dq->limit, memory_order_relaxed) != limit ||
 	    atomic_load_explicit(&dq->split, memory_order_relaxed) != split)
 		heist__deque_set_bounds(dq);
 }
