@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* pool.h - the pool object: its lifetime, statistics and placement are pool.c's; the
- * admission fields (live, shutting, drain_seq, finishing) are submit.c's; the spares
+ * admission fields (live, shutting, drain_seq, holds) are submit.c's; the spares
  * spare.c's; the loops that run on it are worker.c's. */
 #ifndef HEIST_POOL_H
 #define HEIST_POOL_H
@@ -54,10 +54,13 @@ struct heist_pool {
 	 * for both, so that destroy's one load sees a job counted in either. */
 	CACHE_ALIGNED _Atomic uint64_t live;
 	_Atomic uint32_t drain_seq;	/* destroy and idle waiters sleep on it */
-	/* Threads inside heist__pool_leave. A thread that is not a worker may be
-	 * the one that brings live to 0, and it still touches the pool after that:
-	 * destroy waits until this is 0 too before it frees anything. */
-	_Atomic uint32_t finishing;
+	/* Threads that are not the pool's own and are inside it: from an outside
+	 * enter (a submit, a continuation queued by another pool's thread, a guest
+	 * coming in) until their last touch, and every thread inside
+	 * heist__pool_leave. Such a thread may make the job it queued runnable, or
+	 * bring live to 0, and still touch the pool after that (a wake): destroy
+	 * waits until this is 0 too before it frees anything (submit.c, (5)). */
+	_Atomic uint32_t holds;
 	/* heist_pool_wait_idle (submit.c): outside admissions count in epoch & 1's
 	 * half of live; waiters move it on, one at a time, under idle_lock. */
 	_Atomic uint32_t epoch;

@@ -10,8 +10,9 @@
  * of one atomic object, in one modification order. Destroy sets `shutting`, then waits
  * for the word to be 0; it frees the pool only after that.
  * (1) A thread that is not a worker enters (heist__pool_enter: an outside submit, a
- *     guest) by adding 1 to live and then loading shutting, both seq_cst, and leaves
- *     again at once if it is set.
+ *     continuation queued by a thread of another pool, a guest) by taking a hold
+ *     (5), adding 1 to live and then loading shutting, all seq_cst, and leaves again
+ *     at once if it is set.
  * (2) Destroy stores shutting and then loads live, both seq_cst. In the single total
  *     order of seq_cst operations, either (1)'s load follows (2)'s store, and the
  *     entrant sees shutting and backs out, or (1)'s add precedes (2)'s load, and
@@ -30,10 +31,23 @@
  *     destroy's store in the total order, and then destroy's load sees 0 and it never
  *     sleeps. Destroy reads drain_seq before live, so a wake between its load and its
  *     futex wait changes the word and the wait returns at once.
- * (5) The thread that brings live to 0 may be no worker, and it still touches the pool
- *     (the wake) after that: it announces itself in `finishing` before its
- *     subtraction and withdraws after its last access; destroy waits for finishing to
- *     be 0 as well.
+ * (5) Holds. A thread that is not one of the pool's touches it after the moment that
+ *     may let destroy go on: an outside submitter wakes a sleeper (and, with a limit,
+ *     counts the injector's depth) after its push, when the job may already have run
+ *     and been waited for; the thread that brings live to 0 wakes destroy after its
+ *     subtraction. Each takes a hold (`holds` += 1, seq_cst) before the step that
+ *     counts it in live (its enter's add, its leave's subtraction) and lets go
+ *     (release) after its last access; destroy, having seen live reach 0, waits for
+ *     holds to be 0 (its first load seq_cst). Why no access follows the free: the
+ *     hold's add is sequenced before the add to live; every change to live is a
+ *     read-modify-write, so the value 0 that destroy reads (acquire) comes later in a
+ *     release sequence headed by that add, which so happens before destroy's load of
+ *     holds: destroy sees the hold, and frees only after it reads the release that
+ *     let go of it, which follows the thread's last access. An entrant whose hold
+ *     came after destroy's load of holds in the total order of seq_cst operations
+ *     began its call after destroy had drained the pool: that is the caller's use of
+ *     a destroyed pool (heist.h), or, for continuations, prevented by the registry
+ *     (heist__pool_enter_if_alive: destroy takes the pool off it first).
  * A job leaves only once it has run or been skipped as cancelled (workers subtract
  * what they finished in batches, done_unflushed, before they idle), so live is never
  * below the truth, and when destroy sees 0 nothing accepted is still to run. Neither
@@ -86,32 +100,47 @@ live_half(uint64_t v, unsigned e)
 	return (uint32_t)(v >> (32 * (e & 1)));
 }
 
+/* Take a hold on pool (5): destroy frees nothing until it is let go. seq_cst: before
+ * the change to live that counts the holder; destroy's load of holds pairs with it. */
+static void
+hold(struct heist_pool *pool)
+{
+	atomic_fetch_add_explicit(&pool->holds, 1, memory_order_seq_cst);
+}
+
+void
+heist__pool_unhold(struct heist_pool *pool)
+{
+	/* release, our last touch of the pool: pairs with the acquire loads of holds
+	 * in heist__pool_drain. */
+	atomic_fetch_sub_explicit(&pool->holds, 1, memory_order_release);
+}
+
 void
 heist__pool_leave(struct heist_pool *pool, unsigned epoch, uint64_t n)
 {
 	uint64_t units = live_units(epoch, n);
-	/* seq_cst: announced before the subtraction below, so a destroy that sees live
-	 * reach 0 also sees us here (both seq_cst), and waits for our last access. (5) */
-	atomic_fetch_add_explicit(&pool->finishing, 1, memory_order_seq_cst);
+	hold(pool);	/* the wake below may follow the moment live reaches 0 (5) */
 	/* seq_cst, and seq_cst on shutting and idle_waiters: (4). */
 	uint64_t old = atomic_fetch_sub_explicit(&pool->live, units, memory_order_seq_cst);
 	if (live_half(old, epoch) == n &&
 	    (atomic_load_explicit(&pool->idle_waiters, memory_order_seq_cst) ||
 	     (old == units && atomic_load_explicit(&pool->shutting, memory_order_seq_cst))))
 		wake_drainers(pool);
-	/* release, our last touch of the pool: pairs with destroy's acquire loads. */
-	atomic_fetch_sub_explicit(&pool->finishing, 1, memory_order_release);
+	heist__pool_unhold(pool);
 }
 
 int
 heist__pool_enter(struct heist_pool *pool, unsigned *epoch)
 {
+	hold(pool);	/* (5), before the add below */
 	/* seq_cst: a waiter that moved the epoch on since waits for this one too. */
 	*epoch = atomic_load_explicit(&pool->epoch, memory_order_seq_cst) & 1;
 	/* Both seq_cst: (1). */
 	atomic_fetch_add_explicit(&pool->live, live_units(*epoch, 1), memory_order_seq_cst);
 	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
 		heist__pool_leave(pool, *epoch, 1);
+		heist__pool_unhold(pool);
 		return ESHUTDOWN;
 	}
 	return 0;
@@ -172,8 +201,11 @@ heist__pool_drain(struct heist_pool *pool)
 	/* seq_cst: (2); an exchange, the store of a Dekker pair (internal.h). */
 	dekker_store(&pool->shutting, true);
 	wait_drained(pool, true, 0);
-	/* (5): a few instructions and a futex wake. acquire: pairs with its release. */
-	while (atomic_load_explicit(&pool->finishing, memory_order_acquire))
+	/* (5): a hold lasts a push and a wake, or a leave. The first load seq_cst (the
+	 * argument's order); all acquire: pair with heist__pool_unhold's release. */
+	if (!atomic_load_explicit(&pool->holds, memory_order_seq_cst))
+		return;
+	while (atomic_load_explicit(&pool->holds, memory_order_acquire))
 		sched_yield();
 }
 
@@ -214,6 +246,9 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 	heist__injector_reserve(&pool->injector);
 	heist__injector_push(&pool->injector, &j->task);
 	heist__sleep_notify_job(&pool->sleep);
+	/* j may have run and been waited for since the push, and the pool be in
+	 * destroy: it waited for this hold, taken at our enter (5). */
+	heist__pool_unhold(pool);
 }
 
 /* The worker of pool on this thread whose submits are counted inside its work (3),

@@ -15,10 +15,16 @@ struct heist_pool;
 struct heist_future;
 struct worker;
 
-/* A thread that is not one of the pool's workers enters: counts itself in live, in
- * the epoch it returns in *epoch (for the leave). Returns 0; or ESHUTDOWN once destroy
- * has begun, and then it has already left again and must not touch the pool. */
+/* A thread that is not one of the pool's workers enters: takes a hold on the pool and
+ * counts itself in live, in the epoch it returns in *epoch (for the leave). Returns 0,
+ * and then the caller lets go of the hold with heist__pool_unhold after its last touch
+ * of the pool that the hold covers; or ESHUTDOWN once destroy has begun, and then it
+ * has already left again, hold and all, and must not touch the pool. */
 int heist__pool_enter(struct heist_pool *pool, unsigned *epoch);
+
+/* Let go of the hold taken by heist__pool_enter: the caller's last touch of the pool
+ * (unless it is still counted in live, as a guest is until its leave). */
+void heist__pool_unhold(struct heist_pool *pool);
 
 /* n jobs (or guests) of an epoch finished: subtract them from live; wakes destroy, or
  * an idle waiter, when that drains the epoch. The caller's last touch of the pool, if

@@ -498,6 +498,8 @@ heist__worker_guest_enter(struct heist_pool *pool, int *err)
 	unsigned epoch;
 	if ((*err = heist__pool_enter(pool, &epoch)))
 		return false;
+	/* Counted in live now, the guest needs no hold: destroy waits for its leave. */
+	heist__pool_unhold(pool);
 	bool free_slot = false;
 	/* acquire on success: see pool.h. */
 	if (!atomic_compare_exchange_strong_explicit(&pool->guest_busy, &free_slot, true,

@@ -635,6 +635,91 @@ continuations_attached_while_the_antecedent_finishes_run_once(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* Issue 43: a worker of pool A finishes the last input of a when_all made on pool B
+ * and queues its continuation into B; B runs it, the test's wait returns, and the test
+ * destroys B at once, while A's worker may still be between its push and its wake of
+ * B's sleepers. Destroy must wait for that thread to be out of B (submit.c, holds);
+ * before, TSan saw A's worker read B's sleep state after pool_free. Each round makes
+ * the race anew; ASan or TSan reports the access if destroy does not wait (here, the
+ * next test's outside form is the one that caught it: 2 of 3 TSan runs before the
+ * fix; this one shares its path, push_outside, and keeps the continuation's shape). */
+static void
+a_pool_destroyed_right_after_its_continuation_ran_is_not_read_after(void **state)
+{
+	(void)state;
+	enum { ROUNDS = 300, ROUNDS_SANITIZED = 60 };
+#ifdef TEST_SANITIZED
+	int rounds = ROUNDS_SANITIZED;
+#else
+	int rounds = ROUNDS;
+#endif
+	heist_pool *a = make_pool(1);
+	for (int i = 0; i < rounds; i++) {
+		static struct hold h;
+		heist_pool *b = make_pool(1);
+		heist_future *f, *all;
+		atomic_store(&h.open, 0);
+		hold_worker(a, &h, &f);	/* f ends on A's worker, after the when_all */
+		assert_int_equal(heist_when_all(b, &f, 1, &all), 0);
+		heist_future_release(f);
+		wait_until_parked(b);	/* so the queuer's wake takes its slow path */
+		atomic_store(&h.open, 1);
+		assert_int_equal(heist_future_wait(all), 0);
+		heist_future_release(all);
+		heist_pool_destroy(b);
+	}
+	heist_pool_destroy(a);
+}
+
+/* The same window for an outside submitter: its task has run and said so, and the
+ * thread that saw it destroys the pool while the submitter may still be in its
+ * heist_submit (waking a sleeper). */
+struct outside_submit {
+	heist_pool *pool;
+	atomic_int ran;
+	atomic_int submitted;	/* heist_submit returned */
+	int err;
+};
+
+static int
+say_ran(void *arg)
+{
+	atomic_store(&((struct outside_submit *)arg)->ran, 1);
+	return 0;
+}
+
+static void *
+submit_from_outside(void *arg)
+{
+	struct outside_submit *o = arg;
+	o->err = heist_submit(o->pool, say_ran, o, NULL);
+	atomic_store(&o->submitted, 1);
+	return NULL;
+}
+
+static void
+a_pool_destroyed_right_after_an_outside_task_ran_is_not_read_after(void **state)
+{
+	(void)state;
+	enum { ROUNDS = 300, ROUNDS_SANITIZED = 60 };
+#ifdef TEST_SANITIZED
+	int rounds = ROUNDS_SANITIZED;
+#else
+	int rounds = ROUNDS;
+#endif
+	for (int i = 0; i < rounds; i++) {
+		struct outside_submit o = {.pool = make_pool(1)};
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, submit_from_outside, &o), 0);
+		bool ok;
+		POLL(ok, atomic_load(&o.ran));
+		assert_true(ok);
+		heist_pool_destroy(o.pool);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_int_equal(o.err, 0);
+	}
+}
+
 int
 main(void)
 {
@@ -656,6 +741,8 @@ main(void)
 		cmocka_unit_test(a_full_injector_blocks_no_other_pool),
 		cmocka_unit_test(continuations_queued_while_others_reference_them),
 		cmocka_unit_test(continuations_attached_while_the_antecedent_finishes_run_once),
+		cmocka_unit_test(a_pool_destroyed_right_after_its_continuation_ran_is_not_read_after),
+		cmocka_unit_test(a_pool_destroyed_right_after_an_outside_task_ran_is_not_read_after),
 	};
 	return RUN_TESTS(tests);
 }
