@@ -8,14 +8,28 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "pages.h"
+
+enum {
+	/* Arrays of this many bytes or more are pages from the system (pages.h), so
+	 * that the array a burst grew goes back to it when the deque is trimmed. */
+	PAGES_MIN_BYTES = 64 * 1024,
+};
+
+static size_t
+array_bytes(size_t capacity)
+{
+	return sizeof(struct deque_array) + (capacity + capacity / 4) * sizeof(dq_slot);
+}
+
 /* A new array of `capacity` slots, with a quarter of that again past them for the
  * owner's window (deque.h). */
 static struct deque_array *
 array_new(size_t capacity)
 {
-	size_t overhang = capacity / 4;
-	struct deque_array *a = heist__malloc(sizeof(*a) +
-					      (capacity + overhang) * sizeof(a->slot[0]));
+	size_t overhang = capacity / 4, bytes = array_bytes(capacity);
+	struct deque_array *a = bytes >= PAGES_MIN_BYTES ? heist__pages_alloc(bytes, 0)
+							 : heist__malloc(bytes);
 	if (!a)
 		return NULL;
 	a->retired_next = NULL;
@@ -27,6 +41,18 @@ array_new(size_t capacity)
 /* The capacity, and the end of the owner's window. */
 static int64_t capacity(const struct deque_array *a) { return a->mask + 1; }
 static int64_t window(const struct deque_array *a) { return a->mask + 1 + a->overhang; }
+
+static void
+array_free(struct deque_array *a)
+{
+	if (!a)
+		return;
+	size_t bytes = array_bytes((size_t)capacity(a));
+	if (bytes >= PAGES_MIN_BYTES)
+		heist__pages_free(a, bytes);
+	else
+		free(a);
+}
 
 /* Owner only: the window starts at index origin, in the current array. */
 static void
@@ -74,10 +100,10 @@ heist__deque_fini(struct deque *dq)
 {
 	while (dq->retired) {
 		struct deque_array *next = dq->retired->retired_next;
-		free(dq->retired);
+		array_free(dq->retired);
 		dq->retired = next;
 	}
-	free(dq->array);
+	array_free(dq->array);
 	dq->array = NULL;
 }
 
@@ -152,21 +178,22 @@ reclaim(struct deque *dq)
 			continue;
 		}
 		*p = a->retired_next;
-		free(a);
+		array_free(a);
 	}
 }
 
-/* Owner only: double the array. Thieves may still be reading the old one (they loaded
- * shared_array before our store), so it goes on the retired list, and is freed here,
- * now or at a later growth, once no thief's hazard cell names it (deque.h). At most
- * every array is retired once, so the retired ones never hold more than the current
- * array's size in all. Every queued task goes to its own slot of the new array, and
- * the window starts at the last multiple of the new capacity at or below bottom. */
+/* Owner only: a new array of cap slots (room for every queued task). Thieves may
+ * still be reading the old one (they loaded shared_array before our store), so it goes
+ * on the retired list, and is freed here, now or at a later growth or trim, once no
+ * thief's hazard cell names it (deque.h). Arrays only double between trims, so the
+ * retired ones never hold more than the current array's size in all. Every queued
+ * task goes to its own slot of the new array, and the window starts at the last
+ * multiple of the new capacity at or below bottom. */
 static int
-grow(struct deque *dq)
+resize(struct deque *dq, size_t cap)
 {
 	struct deque_array *old = dq->array;
-	struct deque_array *a = array_new((size_t)capacity(old) * 2);
+	struct deque_array *a = array_new(cap);
 	if (!a)
 		return ENOMEM;
 	/* acquire: pairs with thieves' CAS of top; slots below it are theirs. */
@@ -193,6 +220,30 @@ grow(struct deque *dq)
 	atomic_thread_fence(memory_order_seq_cst);
 	reclaim(dq);
 	return 0;
+}
+
+static int
+grow(struct deque *dq)
+{
+	return resize(dq, (size_t)capacity(dq->array) * 2);
+}
+
+void
+heist__deque_trim(struct deque *dq, size_t cap)
+{
+	/* acquire: pairs with thieves' CAS of top, as in grow. */
+	int64_t t = atomic_load_explicit(&dq->top, memory_order_acquire);
+	if (t == heist__deque_bottom(dq) && (size_t)capacity(dq->array) > cap &&
+	    !resize(dq, cap)) {
+		heist__deque_set_bounds(dq);
+		return;
+	}
+	if (dq->retired) {
+		/* seq_cst fence: as in resize, for the arrays retired before; a thief
+		 * whose cell we miss here loaded shared_array after it changed. */
+		atomic_thread_fence(memory_order_seq_cst);
+		reclaim(dq);
+	}
 }
 
 /* Owner only: the head is at the end of the window. Move the window on by the

@@ -117,6 +117,12 @@ int heist__deque_init(struct deque *dq, size_t capacity, const struct hazard *ha
 		      unsigned nhazards);
 /* Free the arrays, retired ones included: no thief may be left. */
 void heist__deque_fini(struct deque *dq);
+
+/* Owner only, at a quiet moment (its worker going to sleep, no frame of its own on the
+ * stack): if the deque is empty and its array holds more than cap slots, go back to
+ * an array of cap; and free the retired arrays no thief holds. What a burst grew goes
+ * back to the system (pages.h). */
+void heist__deque_trim(struct deque *dq, size_t cap);
 /* Owner only: push t when the fast test found no room (or a ring). 0 or ENOMEM. */
 int heist__deque_push_slow(struct deque *dq, struct task *t);
 struct task *heist__deque_pop_public(struct deque *dq);

@@ -8,7 +8,8 @@
  * and the last one frees the cache. Records are carved from slabs of
  * SLAB_BYTES, aligned to their size so that a record's slab is its address rounded
  * down, so even a thread whose tasks in flight reach a new high calls malloc once per
- * SLAB_RECORDS of them. The high-water mark: heist__record_trim, on the owner at a
+ * SLAB_RECORDS of them. Slabs are pages from the system (pages.h), given back when
+ * freed. The high-water mark: heist__record_trim, on the owner at a
  * quiet moment (after a burst drained: heist_pool_wait_idle, heist_pool_destroy, a
  * worker going to sleep), frees every slab whose records are all home but KEEP_SLABS;
  * the rest goes at thread exit. Nothing on the alloc and free paths counts for it. */
@@ -23,10 +24,14 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "pages.h"
 
 enum {
-	SLAB_BYTES = 64 * 1024,	/* a power of two: slabs are aligned to it */
-	KEEP_SLABS = 2,		/* whole free slabs a trim keeps, for the next burst */
+	/* A power of two: slabs are aligned to it. Pages from the system (pages.h),
+	 * so a slab a trim frees leaves the process's resident memory; 256 KiB, so a
+	 * burst of millions of jobs maps a few thousand of them, not tens. */
+	SLAB_BYTES = 256 * 1024,
+	KEEP_SLABS = 1,		/* whole free slabs a trim keeps, for the next burst */
 	OUT_BATCH = 32,		/* records of another cache held before one push */
 };
 
@@ -78,7 +83,7 @@ slab_free(struct slab *slab)
 {
 	for (size_t i = 0; i < SLAB_RECORDS; i++)
 		UNPOISON(&slab->rec[i]);
-	free(slab);
+	heist__pages_free(slab, SLAB_BYTES);
 }
 
 #define ORPHANED ((struct record *)1)
@@ -264,7 +269,7 @@ heist__record_alloc(void)
 		r = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
 	}
 	if (!r) {
-		struct slab *slab = heist__aligned_alloc(SLAB_BYTES, SLAB_BYTES);
+		struct slab *slab = heist__pages_alloc(SLAB_BYTES, SLAB_BYTES);
 		if (!slab)
 			return NULL;
 		slab->next = c->slabs;

@@ -17,7 +17,8 @@ void *heist__record_alloc(void);
 void heist__record_free(void *p);
 /* On the calling thread's cache, after a burst: send the records of other caches it
  * holds to their homes, take the records freed elsewhere home
- * and free every slab whose records are all home, but a reserve of two (128 KiB).
+ * and free every slab whose records are all home, but a reserve of one (256 KiB),
+ * giving its pages back to the system.
  * O(records at home + slabs): for quiet moments, not for the submit path. */
 void heist__record_trim(void);
 

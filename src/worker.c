@@ -275,8 +275,10 @@ sleep_until_woken(struct worker *w)
 	struct heist_pool *pool = w->pool;
 	counter_add(&w->stats.sleeps, 1);
 	/* Idle: what a burst of jobs submitted from tasks left in this worker's record
-	 * cache goes back (record.h). A wake meanwhile finds the word AWAKE at once. */
+	 * cache and deque goes back (record.h, deque.h). A wake meanwhile finds the
+	 * word AWAKE at once. */
 	heist__record_trim();
+	heist__deque_trim(&w->dq, DEQUE_CAPACITY);
 	uint64_t woken = heist__sleep_wait(&pool->sleep, w->index);
 	counter_add(&w->stats.wakes, 1);
 	return woken;

@@ -237,6 +237,8 @@ capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
 #define HEAP_FROM_SANITIZER 1
 #endif
 #endif
+#include "pages.h"	/* the library's own pages count as its heap */
+
 #ifdef HEAP_FROM_SANITIZER
 /* In every sanitizer's runtime; gcc ships no header for it (allocator_interface.h is
  * clang's). */
@@ -245,7 +247,7 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 size_t
 heap_in_use(void)
 {
-	return __sanitizer_get_current_allocated_bytes();
+	return __sanitizer_get_current_allocated_bytes() + heist__pages_in_use();
 }
 #elif defined(__GLIBC__)
 #include <malloc.h>
@@ -253,7 +255,7 @@ size_t
 heap_in_use(void)
 {
 	struct mallinfo2 m = mallinfo2();
-	return m.uordblks + m.hblkhd;
+	return m.uordblks + m.hblkhd + heist__pages_in_use();
 }
 #else
 size_t

@@ -18,6 +18,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/types.h>
 
 enum mode { MODE_OFF, MODE_NTH, MODE_ALL };
 
@@ -38,6 +40,7 @@ void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t size);
 void *__real_aligned_alloc(size_t align, size_t size);
 int __real_posix_memalign(void **p, size_t align, size_t size);
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			  void *(*fn)(void *), void *arg);
 
@@ -46,6 +49,7 @@ void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t size);
 void *__wrap_aligned_alloc(size_t align, size_t size);
 int __wrap_posix_memalign(void **p, size_t align, size_t size);
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			  void *(*fn)(void *), void *arg);
 
@@ -156,6 +160,17 @@ void *
 __wrap_aligned_alloc(size_t align, size_t size)
 {
 	return alloc_fails() ? NULL : __real_aligned_alloc(align, size);
+}
+
+/* The library's pages (src/pages.c): an allocation like the others. */
+void *
+__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (alloc_fails()) {
+		errno = ENOMEM;
+		return MAP_FAILED;
+	}
+	return __real_mmap(addr, len, prot, flags, fd, off);
 }
 
 int

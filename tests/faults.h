@@ -3,7 +3,7 @@
  *
  * A test executable links faults.c and passes
  *   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,
- *          --wrap=posix_memalign,--wrap=pthread_create
+ *          --wrap=posix_memalign,--wrap=mmap,--wrap=pthread_create
  * so that every call to those functions from the test and from the statically linked
  * library goes through the __wrap_ functions in faults.c. Calls made inside shared
  * libraries (libc itself, liburcu, cmocka) are not redirected and never fail.
@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 enum fault_kind {
-	FAULT_ALLOC,	/* malloc, calloc, realloc, aligned_alloc, posix_memalign */
+	FAULT_ALLOC,	/* malloc, calloc, realloc, aligned_alloc, posix_memalign, mmap */
 	FAULT_THREAD,	/* pthread_create */
 	FAULT_KINDS
 };

@@ -35,11 +35,14 @@
  * Memory. Job records (futures, submitted tasks; about 144 bytes each) come from a
  * cache of the thread that submits, so that a submit calls no malloc in steady state.
  * A cache grows to what its thread has in flight at once, and is cut back to a reserve
- * of 128 KiB (the slabs of records all back home beyond two) after a burst drains: on
+ * of 256 KiB (the slabs of records all back home beyond one) after a burst drains: on
  * the calling thread when heist_pool_wait_idle returns and when heist_pool_destroy
- * does, and on a worker when it goes to sleep (for jobs submitted from tasks). The rest
- * goes when the thread exits. A thread that submits a burst and never calls either
- * keeps the burst's records until it does or exits, and reuses them meanwhile.
+ * does, and on a worker when it goes to sleep (for jobs submitted from tasks; the
+ * worker's deque, grown by such a burst, goes back to its first size then too). The
+ * rest goes when the thread exits. A thread that submits a burst and never calls either
+ * keeps the burst's records until it does or exits, and reuses them meanwhile. Slabs
+ * and grown deques are whole pages from the system, unmapped when freed, so what a
+ * burst took leaves the process's resident size (RSS) too, not only heist's books.
  * Fork-join tasks (heist_spawn) use no heap memory.
  */
 #ifndef HEIST_HEIST_H
