@@ -166,6 +166,45 @@ retired_array_stays_while_a_thief_holds_it(void **state)
 		assert_ptr_equal(heist__deque_pop(dq), item(i));
 }
 
+/* A burst grows the deque to 64K slots (pages from the system); once it is empty a
+ * trim brings it back to its first size, keeps an array a thief holds until the thief
+ * lets go, and leaves a deque that still holds tasks as it is. */
+static void
+trim_brings_an_empty_deque_back_to_its_first_size(void **state)
+{
+	struct deque *dq = *state;
+	enum { N = 50000 };
+	for (uintptr_t i = 0; i < N; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	heist__deque_publish(dq, N / 2);	/* half public, half private */
+	heist__deque_trim(dq, 2);		/* not empty: nothing changes */
+	assert_true(dq->array->mask + 1 >= N);
+	assert_int_equal(heist__deque_size(dq), N);
+	struct task *t;
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
+	assert_ptr_equal(t, item(0));
+	for (uintptr_t i = N; i-- > 1;)
+		assert_ptr_equal(heist__deque_pop(dq), item(i));
+	assert_null(heist__deque_pop(dq));
+	struct deque_array *big = dq->array;
+	atomic_store(&hazards[1].array, big);	/* a thief inside a steal of it */
+	heist__deque_trim(dq, 2);
+	assert_int_equal(dq->array->mask + 1, 2);
+	assert_int_equal(retired_count(dq), 1);
+	atomic_store(&hazards[1].array, NULL);
+	heist__deque_trim(dq, 2);		/* already small: frees the retired one */
+	assert_int_equal(retired_count(dq), 0);
+	/* Works as before: LIFO for the owner, FIFO for thieves, and grows again. */
+	for (uintptr_t i = 0; i < 10; i++)
+		assert_int_equal(heist__deque_push(dq, item(i)), 0);
+	heist__deque_publish(dq, 0);
+	assert_int_equal(heist__deque_steal(dq, &t, &hazards[0]), STEAL_OK);
+	assert_ptr_equal(t, item(0));
+	for (uintptr_t i = 10; i-- > 1;)
+		assert_ptr_equal(heist__deque_pop(dq), item(i));
+	assert_null(heist__deque_pop(dq));
+}
+
 static bool keep_yes(const void *ctx) { (void)ctx; return true; }
 static bool keep_no(const void *ctx) { (void)ctx; return false; }
 
@@ -468,6 +507,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(steal_is_fifo, setup, teardown),
 		cmocka_unit_test_setup_teardown(grows_across_doublings, setup, teardown),
 		cmocka_unit_test_setup_teardown(retired_array_stays_while_a_thief_holds_it,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(trim_brings_an_empty_deque_back_to_its_first_size,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(steal_above_takes_only_at_or_above_the_floor,
 						setup, teardown),
