@@ -8,6 +8,7 @@
  * hungry workers costs one check per grain. */
 #include <errno.h>
 
+#include "inherit.h"
 #include "pool.h"
 #include "probe.h"
 #include "split.h"
@@ -79,6 +80,7 @@ run_grain(struct worker *w, struct loop *l, size_t begin, size_t end)
 {
 	w->in_body++;	/* a loop started in the body is nested (auto_grain) */
 	int r = l->body(l->arg, begin, end);
+	heist__returned();	/* not in a child forked inside it (inherit.h) */
 	w->in_body--;
 	if (r) {
 		int none = 0;

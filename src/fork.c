@@ -168,8 +168,14 @@ HEIST_EXPORT int
 {
 	struct task *t = (struct task *)ht;
 	struct worker *w = heist__current();
-	if (unlikely(!w))
-		return t->result;	/* spawn ran it already */
+	if (unlikely(!w)) {
+		/* relaxed: spawn ran it already on this thread, and set DONE; only a
+		 * worker that forked since its spawn finds it otherwise (inherit.h). */
+		if (atomic_load_explicit(&t->state, memory_order_relaxed) != TASK_DONE)
+			misuse("a task spawned before fork() is synced in the child, "
+			       "where the thread that might run it does not exist");
+		return t->result;
+	}
 	/* So that the next syncs stay inline. */
 	heist__deque_reopen(&w->dq);
 	/* With a request, or the profiler on and t to be timed, the slow path. */

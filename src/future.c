@@ -13,6 +13,7 @@
 #include "cancel.h"
 #include "futex.h"
 #include "internal.h"
+#include "inherit.h"
 #include "pool.h"
 #include "probe.h"
 #include "wait.h"
@@ -209,6 +210,7 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 		from.path = HEIST_PATH_GUEST;
 	uint64_t started = timed ? heist__tsc() : 0;
 	j->task.result = j->task.fn(j->task.arg);
+	heist__returned();	/* not in a child forked inside it (inherit.h) */
 	drop_belongings(j);
 	if (timed)
 		heist__profile_record(w->prof, w->index, HEIST_TASK_SUBMITTED,
@@ -262,13 +264,57 @@ heist__job_claim(struct heist_future *j, struct worker *w)
 	return true;
 }
 
+/* Whether j, not final, could still be made final by a thread of an inherited pool
+ * only, or depends on one that could (a continuation, a when_all): then, in a child
+ * process, no thread will ever finish it (inherit.h). Chains are followed DEP_HOPS
+ * deep; past that a wait waits. */
+enum { DEP_HOPS = 64 };
+
+struct orphan_look {
+	unsigned hops;
+	bool found;
+};
+
+static bool orphaned(struct heist_future *j, unsigned hops);
+
+static void
+dep_orphaned(void *ctx, struct heist_future *d)
+{
+	struct orphan_look *o = ctx;
+	if (!o->found && orphaned(d, o->hops))
+		o->found = true;
+}
+
+static bool
+orphaned(struct heist_future *j, unsigned hops)
+{
+	if (heist__job_done(j) || hops > DEP_HOPS)
+		return false;
+	/* The pool may be gone (a when_all or continuation whose pool was destroyed
+	 * before it was runnable): looked up, not read. */
+	if (j->task.pool && heist__pool_inherited_if_alive(j->task.pool))
+		return true;
+	struct orphan_look o = {hops + 1, false};
+	heist__job_each_dep(j, dep_orphaned, &o);
+	return o.found;
+}
+
+static bool
+job_orphaned(struct heist_future *j)
+{
+	return heist__generation() != 0 && orphaned(j, 0);
+}
+
 HEIST_EXPORT int
 heist_future_wait(heist_future *f)
 {
 	if (!f)
 		return EINVAL;
-	if (!heist__job_done(f))
+	if (!heist__job_done(f)) {
+		if (job_orphaned(f))
+			return ESHUTDOWN;
 		heist__wait_job(f, HEIST_NEVER);
+	}
 	/* acquire: see heist__job_done. */
 	uint32_t s = atomic_load_explicit(&f->state, memory_order_acquire);
 	return (s & FUT_MASK) == FUT_CANCELLED ? ECANCELED : f->task.result;
@@ -281,7 +327,7 @@ heist_future_wait_for(heist_future *f, uint64_t timeout_ns)
 		return false;
 	if (heist__job_done(f))
 		return true;
-	if (timeout_ns == 0)
+	if (timeout_ns == 0 || job_orphaned(f))
 		return false;
 	return heist__wait_job(f, heist__deadline_after(timeout_ns));
 }

@@ -62,11 +62,16 @@ register_report_at_exit(void)
 	atexit(report_at_exit);
 }
 
+static void lock_registry(void) { pthread_mutex_lock(&registry_lock); }
+static void unlock_registry(void) { pthread_mutex_unlock(&registry_lock); }
+
 static void
 register_pool(struct heist_pool *pool)
 {
 	if (pool->report)
 		pthread_once(&report_at_exit_once, register_report_at_exit);
+	/* The registry is what a child process needs whole (inherit.h). */
+	heist__inherit_init(lock_registry, unlock_registry);
 	pthread_mutex_lock(&registry_lock);
 	pool->next_live = registry;
 	registry = pool;
@@ -109,6 +114,18 @@ unregister_pool(struct heist_pool *pool)
 		*p = pool->next_live;
 	pthread_mutex_unlock(&registry_lock);
 	return found;
+}
+
+bool
+heist__pool_inherited_if_alive(const struct heist_pool *pool)
+{
+	pthread_mutex_lock(&registry_lock);
+	const struct heist_pool *p = registry;
+	while (p && p != pool)
+		p = p->next_live;
+	bool inherited = p && heist__pool_inherited(p);
+	pthread_mutex_unlock(&registry_lock);
+	return inherited;
 }
 
 int
@@ -249,6 +266,7 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	pool->slots = n + 1;	/* the workers and the guest slot */
 	pool->slots_max = pool->slots + spares;
 	pool->topo = topo;
+	pool->gen = heist__generation();
 	pool->spin = search_rounds(cfg->spin ? cfg->spin : DEFAULT_SPIN, n);
 	pool->stack_size = cfg->stack_size ? cfg->stack_size : DEFAULT_STACK_SIZE;
 	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
@@ -369,6 +387,8 @@ destroy(heist_pool *pool)
 		      "twice?)\n", stderr);
 		abort();
 	}
+	if (heist__pool_inherited(pool))
+		return;	/* a child's copy, without threads: let it go untouched (inherit.h) */
 	heist__pool_drain(pool);
 	wait_unwalked(pool);
 	teardown(pool, pool->n);

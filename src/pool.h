@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inherit.h"
 #include "injector.h"
 #include "internal.h"
 #include "sleep.h"
@@ -39,6 +40,7 @@ struct heist_pool {
 
 	struct topology *topo;
 	_Atomic uint32_t started;	/* workers past their start-up; create waits */
+	unsigned gen;			/* the fork generation it was made in (inherit.h) */
 
 	struct injector injector;
 	struct sleep sleep;
@@ -109,6 +111,18 @@ heist__worker_is_spare(const struct worker *w)
 {
 	return w->index > w->pool->n;
 }
+
+/* Whether pool was made before a fork() that made this process (inherit.h): its
+ * threads are not here. The caller knows pool is not freed. */
+static inline bool
+heist__pool_inherited(const struct heist_pool *pool)
+{
+	return pool->gen != heist__generation();
+}
+
+/* The same, for a pool that may have been destroyed: false unless it is in the
+ * registry of live pools (under its lock). */
+bool heist__pool_inherited_if_alive(const struct heist_pool *pool);
 
 /* Enter pool from outside (heist__pool_enter) if it is still alive: in the registry
  * of live pools (not destroyed, nor being destroyed). For threads that hold nothing

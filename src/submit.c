@@ -133,6 +133,8 @@ heist__pool_leave(struct heist_pool *pool, unsigned epoch, uint64_t n)
 int
 heist__pool_enter(struct heist_pool *pool, unsigned *epoch)
 {
+	if (heist__pool_inherited(pool))
+		return ESHUTDOWN;	/* its threads are in the parent (inherit.h) */
 	hold(pool);	/* (5), before the add below */
 	/* seq_cst: a waiter that moved the epoch on since waits for this one too. */
 	*epoch = atomic_load_explicit(&pool->epoch, memory_order_seq_cst) & 1;
@@ -217,6 +219,8 @@ heist_pool_wait_idle(heist_pool *pool)
 	struct worker *self = heist__current();
 	if (self && self->pool == pool)
 		return EDEADLK;	/* it would wait for the task that waits */
+	if (heist__pool_inherited(pool))
+		return ESHUTDOWN;	/* nothing would drain it here (inherit.h) */
 	pthread_mutex_lock(&pool->idle_lock);
 	/* seq_cst: against a leaver's decrement and its load of idle_waiters (4). */
 	atomic_fetch_add_explicit(&pool->idle_waiters, 1, memory_order_seq_cst);

@@ -151,6 +151,7 @@ heist__worker_run(struct worker *w, struct task *t)
 		t->result = heist__worker_run_profiled(w, t, &from);	/* before DONE */
 	else
 		t->result = t->fn(t->arg);
+	heist__returned();	/* not in a child forked inside it (inherit.h) */
 	w->cur_epoch = outer_epoch;
 	heist__current_job_swap(outer);
 	timed_wait_over(w);

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* inherit.c - fork(): the handlers that keep heist usable in a child process, and the
+ * check that a task forked inside does not return there (inherit.h has the rule).
+ * POSIX's pthread_atfork; the generation count lets every pool tell, with one load,
+ * whether it was made before the last fork, without any list of pools to walk. */
+#include "inherit.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "worker.h"
+
+_Atomic unsigned heist__fork_gen;
+__thread bool heist__forked_inside __attribute__((tls_model("initial-exec")));
+
+static void (*registry_lock)(void);
+static void (*registry_unlock)(void);
+static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
+
+static void
+prepare(void)
+{
+	registry_lock();
+}
+
+static void
+parent(void)
+{
+	registry_unlock();
+}
+
+static void
+child(void)
+{
+	registry_unlock();
+	/* relaxed: the child's only thread. */
+	atomic_fetch_add_explicit(&heist__fork_gen, 1, memory_order_relaxed);
+	if (heist__current()) {
+		/* A worker's (or guest's) frames are on our stack: the task may go on,
+		 * as an outside thread's code, but not return into the pool's loops,
+		 * which would wait for threads the child does not have. */
+		heist__forked_inside = true;
+		heist__set_current(NULL);
+	}
+}
+
+static void
+register_handlers(void)
+{
+	/* On failure (ENOMEM) a child would find its pools' generation unchanged and
+	 * hang in its waits; nothing better can be done without the handlers. */
+	(void)pthread_atfork(prepare, parent, child);
+}
+
+void
+heist__inherit_init(void (*lock)(void), void (*unlock)(void))
+{
+	registry_lock = lock;
+	registry_unlock = unlock;
+	pthread_once(&handlers_once, register_handlers);
+}
+
+void
+heist__returned_in_child(void)
+{
+	fputs("heist: a task returned in a child process forked inside it; the child has "
+	      "no pool to return to (end the child with exec or _exit)\n", stderr);
+	abort();
+}
