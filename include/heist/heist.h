@@ -557,12 +557,21 @@ HEIST_EXPORT int heist_group_submit(heist_group *g, heist_fn fn, void *arg);
  * thread standing in.
  * Any number of threads may wait at once.
  * @returns 0, or the first nonzero result of a task of the group (ECANCELED for one
- *          cancelled before it ran); EINVAL if g is NULL. After the first nonzero
- *          result the group's tasks that have not started never run, and
- *          heist_cancelled() turns true in those running. That lasts: tasks
- *          submitted to the group later are cancelled too; use a new group to start
- *          over.
- * @since 0.1
+ *          cancelled before it ran); EINVAL if g is NULL; EDEADLK, at once and
+ *          without touching the group, when a task of the group is running on the
+ *          calling thread's stack: the caller is one of the group's tasks, or runs
+ *          inside one on the same thread (a task that one ran while it waited, a
+ *          fork-join child it synced on this thread), so the group cannot finish
+ *          before the caller returns (as heist_pool_wait_idle from a task of its
+ *          pool). The task that gets it should not return it unless it means the
+ *          group to fail: it would be the group's first nonzero result. A cycle
+ *          through another thread (a child a group task spawned, stolen by another
+ *          worker, that waits for the group) is not detected, and never returns.
+ *          After the first nonzero result the group's tasks that have not started
+ *          never run, and heist_cancelled() turns true in those running. That lasts:
+ *          tasks submitted to the group later are cancelled too; use a new group to
+ *          start over.
+ * @since 0.1; EDEADLK since 0.2 (0.1 waited forever).
  */
 HEIST_EXPORT int heist_group_wait(heist_group *g);
 
