@@ -114,8 +114,9 @@ enum heist_pin {
  * OMP_NUM_THREADS tunes an OpenMP one. The rule, the same for each: **a field the
  * program sets wins; a variable fills only a field left at its default (0), and
  * ignore_environment turns them all off.** A value that is not one of those below is
- * ignored, with one line on stderr naming the variable and what it wants; the pool is
- * then made as if it were unset.
+ * ignored, with one line on stderr naming the variable, its value (escaped as in C:
+ * \n, \t, \\, \xHH and so on, so that the line stays one whatever the value holds)
+ * and what it wants; the pool is then made as if it were unset.
  * - HEIST_NUM_THREADS=n (1 to HEIST_MAX_THREADS): threads, the number of workers.
  * - HEIST_PIN=none|core|pu (any case): pin, HEIST_PIN_NONE, _CORE or _PU.
  * - HEIST_MAX_SPARES=n|none (0 to HEIST_MAX_THREADS; 0 and none: HEIST_SPARES_NONE):
