@@ -5,7 +5,8 @@
  * report.c writes the files), read once per heist_pool_create. The one rule (heist.h,
  * at heist_config): a field the program sets wins; a variable fills only a field left
  * at its default, and heist_config.ignore_environment turns them all off. What is not
- * understood is ignored with one line on stderr, never taken half-read. */
+ * understood is ignored with one line on stderr, never taken half-read; the value it
+ * shows is escaped (heist__env_escape), so that a newline in it cannot make two. */
 #include "env.h"
 
 #include <errno.h>
@@ -33,11 +34,38 @@ parse_count(const char *value, unsigned lo, unsigned hi, unsigned *out)
 	return ok;
 }
 
-/* The one line a bad value gets: its name, its value, and what would do. */
+char *
+heist__env_escape(const char *s)
+{
+	char *out = malloc(4 * strlen(s) + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		const char *named = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t"
+				  : c == '\\' ? "\\\\" : c == '"' ? "\\\"" : NULL;
+		if (named) {
+			memcpy(o, named, 2);
+			o += 2;
+		} else if (c < 0x20 || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The one line a bad value gets: its name, its value (escaped, so that it stays one
+ * line whatever it holds), and what would do. */
 static void
 ignored(const char *name, const char *value, const char *want)
 {
-	fprintf(stderr, "heist: %s=\"%s\" ignored: want %s\n", name, value, want);
+	char *shown = heist__env_escape(value);
+	fprintf(stderr, "heist: %s=\"%s\" ignored: want %s\n", name,
+		shown ? shown : "(not shown: out of memory)", want);
+	free(shown);
 }
 
 #define STR_(x) #x

@@ -26,4 +26,10 @@ struct env_files {
 int heist__env_apply(struct heist_config *cfg, struct env_files *files);
 void heist__env_files_free(struct env_files *files);
 
+/* s as it may be shown inside double quotes on one line of stderr: a newline, CR, tab,
+ * backslash and double quote as \n, \r, \t, \\ and \", the other bytes below 0x20
+ * and 0x7f as \xHH, every other byte as is (UTF-8 stays readable). A copy the caller
+ * frees; NULL when out of memory. */
+char *heist__env_escape(const char *s);
+
 #endif /* HEIST_ENV_H */

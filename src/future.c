@@ -19,6 +19,9 @@
 #include "wait.h"
 #include "worker.h"
 
+__thread const struct heist__job_frame *heist__job_frames
+	__attribute__((tls_model("initial-exec")));
+
 struct heist_future *
 heist__job_new(heist_fn fn, void *arg, bool with_future)
 {
@@ -209,8 +212,13 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 	if (heist__worker_is_guest(w) && from.path != HEIST_PATH_INLINE)
 		from.path = HEIST_PATH_GUEST;
 	uint64_t started = timed ? heist__tsc() : 0;
+	/* On the thread's stack of jobs while its function runs (future.h), not once
+	 * it is final: then it is no job a wait needs. */
+	struct heist__job_frame frame = {j, heist__job_frames};
+	heist__job_frames = &frame;
 	j->task.result = j->task.fn(j->task.arg);
 	heist__returned();	/* not in a child forked inside it (inherit.h) */
+	heist__job_frames = frame.outer;
 	drop_belongings(j);
 	if (timed)
 		heist__profile_record(w->prof, w->index, HEIST_TASK_SUBMITTED,

@@ -105,6 +105,21 @@ heist__job_runner(const struct heist_future *j, bool *floor_known)
 
 static_assert(sizeof(struct heist_future) <= RECORD_BYTES, "a job fits its record");
 
+/* A job running on this thread, linked to the job whose run it is nested in (a job
+ * that a helping wait of that one ran on top of it, say): the thread's stack of jobs,
+ * innermost first. Lives in run_won's frame (future.c). Unlike heist__current_job
+ * (cancel.h), a stolen fork-join task does not hide the jobs below it: for what a wait
+ * may need of this thread's stack, they are there (heist_group_wait's EDEADLK). */
+struct heist__job_frame {
+	struct heist_future *job;
+	const struct heist__job_frame *outer;
+};
+
+/* The innermost job running on this thread, or NULL. initial-exec, as
+ * heist__current_job. Owner thread only. */
+extern __thread const struct heist__job_frame *heist__job_frames
+	__attribute__((tls_model("initial-exec")));
+
 /* A queued job with refs = 1 (the pool's) + 1 if with_future. NULL: out of memory. */
 struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);
 

@@ -279,11 +279,29 @@ heist_group_submit(heist_group *g, heist_fn fn, void *arg)
 	return err;
 }
 
+/* Whether one of g's jobs is running on this thread's stack: the caller itself, or a
+ * job that the caller runs nested in (a helping wait of that job ran the caller on top
+ * of it, or the caller is a fork-join task it spawned and synced inline). g is not done
+ * before that job returns, which it cannot before a wait above it does: a cycle. A job
+ * of g that waits, on another thread, for the caller is one too; that is not seen
+ * here. The frames are this thread's own, running: no ordering is needed to read
+ * them, and heist__group_owns reads what was written before the job was queued. */
+static bool
+waits_for_itself(const struct heist_group *g)
+{
+	for (const struct heist__job_frame *f = heist__job_frames; f; f = f->outer)
+		if (heist__group_owns(g, f->job))
+			return true;
+	return false;
+}
+
 HEIST_EXPORT int
 heist_group_wait(heist_group *g)
 {
 	if (!g)
 		return EINVAL;
+	if (waits_for_itself(g))
+		return EDEADLK;	/* as heist_pool_wait_idle from a task of its pool */
 	heist__wait_group(g);
 	/* relaxed: ordered by the acquire that found g done (see group_fire). */
 	return atomic_load_explicit(&g->error, memory_order_relaxed);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "heist/profile.h"
 #include "heist/version.h"
 
@@ -535,9 +536,13 @@ write_file(const char *var, const char *tmpl, const struct report *r, heist_pool
 				unlink(tmp);
 		}
 	}
-	if (err)
-		fprintf(stderr, "heist: %s: cannot write %s: %s\n", var, path ? path : tmpl,
-			strerror(err));
+	if (err) {
+		/* Escaped, as env.c's values are: one line, whatever the name holds. */
+		char *shown = heist__env_escape(path ? path : tmpl);
+		fprintf(stderr, "heist: %s: cannot write %s: %s\n", var,
+			shown ? shown : "(name not shown: out of memory)", strerror(err));
+		free(shown);
+	}
 	free(tmp);
 	free(path);
 }

@@ -148,7 +148,30 @@ heist__sleep_notify_job(struct sleep *s)
 }
 
 
-/* Wake every sleeper (shutdown). */
+/* Wake every sleeper (shutdown): pop the idle stack, under the lock, until it is
+ * empty. Why no worker misses the stop that pool.c's teardown stores (seq_cst) before
+ * it calls this, whether it is searching or on its way to sleep. The argument rests
+ * on the lock, not on the Dekker pair of steps (1)-(4); let E be our last critical
+ * section, the one that finds the stack empty.
+ * - A worker's prepare (its push and SLEEPING, under the lock) after E: E's unlock
+ *   happens before it, so stop's store happens before every load of stop that
+ *   follows: its step (2) look (worker.c, work_visible) finds it, cancel returns true
+ *   (no guest holds its place: destroy drains the guest first), and loop_done ends
+ *   the search.
+ * - A prepare before E: the stack is empty at E, so under the lock someone took the
+ *   worker off it with its word set AWAKE: we did (our AWAKE store, a release after
+ *   stop's store, reaches its acquire load in heist__sleep_wait: its next loop_done
+ *   sees stop, and it leaves: so we pop each worker once at most), or a notifier or
+ *   its own cancel did, and it searches again; its next prepare falls on one side of
+ *   E or the other.
+ * - A search round cannot block (the injector take and the steals wait for nobody)
+ *   and each begins with loop_done: a relaxed load of stop, which sees the store
+ *   within a round or two; the pool is drained, so a search ends only there or in a
+ *   prepare (above).
+ * - The futex: only the worker itself stores SLEEPING to its word, and only before
+ *   it pushes itself, so no wake finds SLEEPING restored; we store AWAKE before the
+ *   wake, so its futex wait either finds the word changed or is queued before it.
+ * (tests/test-pool.c, idle_pools_with_more_workers_than_cpus_destroy.) */
 void heist__sleep_wake_all(struct sleep *s);
 
 #endif

@@ -2,9 +2,9 @@
 /* test-env.c - configuration from the environment (src/env.c): HEIST_NUM_THREADS,
  * HEIST_PIN, HEIST_MAX_SPARES, HEIST_PROFILE, HEIST_PROFILE_EVERY and HEIST_TRACE fill
  * the fields a program leaves at 0, a field it sets wins, ignore_environment turns them
- * off, and a bad value is ignored with one line on stderr, the pool then made as if the
- * variable were unset. The reports' contents, their names and fork are
- * check-profile-env.py's. */
+ * off, and a bad value is ignored with one line on stderr (one, whatever the value
+ * holds: it is shown escaped), the pool then made as if the variable were unset. The
+ * reports' contents, their names and fork are check-profile-env.py's. */
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
@@ -229,6 +229,25 @@ every_bad_variable_says_its_own_line(void **state)
 	assert_non_null(strstr(m.said, "HEIST_MAX_SPARES=\"lots\""));
 }
 
+/* A value is shown escaped, so that its line stays one: control bytes, backslash and
+ * double quote C-style, the rest (UTF-8 here) as is. */
+static void
+bad_values_are_shown_escaped_on_one_line(void **state)
+{
+	(void)state;
+	setenv("HEIST_PIN", "a\nb\r\tc\\d\"e\x01\x1f\x7f\xc3\xa9\n", 1);
+	struct made m = made(NULL);
+	assert_int_equal(lines(m.said), 1);
+	assert_string_equal(m.said, "heist: HEIST_PIN=\"a\\nb\\r\\tc\\\\d\\\"e\\x01\\x1f"
+				    "\\x7f\xc3\xa9\\n\" ignored: want none, core or pu\n");
+	setenv("HEIST_NUM_THREADS", "4\n", 1);
+	setenv("HEIST_PIN", "core\nheist: HEIST_PIN=\"pu\" ignored: want a fake line", 1);
+	m = made(NULL);
+	assert_int_equal(lines(m.said), 2);	/* one a variable */
+	assert_non_null(strstr(m.said, "HEIST_NUM_THREADS=\"4\\n\" ignored"));
+	assert_non_null(strstr(m.said, "HEIST_PIN=\"core\\nheist: HEIST_PIN=\\\"pu\\\" ignored"));
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* HEIST_PROFILE, HEIST_PROFILE_EVERY, HEIST_TRACE                                    */
 
@@ -411,6 +430,11 @@ unwritable_report_says_one_line_and_keeps_errno(void **state)
 	assert_int_equal(lines(p.said), 1);
 	assert_non_null(strstr(p.said, "HEIST_PROFILE: cannot write /nonexistent-heist-dir/r."));
 	assert_int_equal(p.errno_after, 1234);
+	/* The name is shown escaped, as a bad value is: still one line. */
+	setenv("HEIST_PROFILE", "/nonexistent-heist-dir/a\nb.json", 1);
+	p = profiled(NULL);
+	assert_int_equal(lines(p.said), 1);
+	assert_non_null(strstr(p.said, "cannot write /nonexistent-heist-dir/a\\nb."));
 }
 
 static void
@@ -457,6 +481,8 @@ main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(pin_fills_pin_left_at_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(every_bad_variable_says_its_own_line, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(bad_values_are_shown_escaped_on_one_line, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(profile_turns_the_profiler_on_and_writes_at_destroy,
 						setup_dir, teardown_dir),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test-group.c - task groups (src/group.c): results and the first error, the rest
  * cancelled after it (never run, or heist_cancelled() inside), explicit cancel, groups
- * that grow from their own tasks, a group waited inside a task of another group, many
+ * that grow from their own tasks, a group waited inside a task of another group, a
+ * group waited inside one of its own tasks (EDEADLK, not a hang), many
  * waiters on one group while others submit, outside waiters asleep while the group
  * grows (round after round: none returns early, none sleeps through), destroy with tasks still running, bad
  * input, allocation failures, and no allocation per task in steady state. Helpers:
@@ -262,6 +263,108 @@ group_waited_inside_a_task_of_another_group(void **state)
 	}
 }
 
+/* A task of the group waits for the group: it would wait for itself, and gets EDEADLK
+ * at once; it returns 0, so the group's wait from outside returns 0 once every other
+ * task ran. So does a task running inside one of the group's tasks on the same
+ * thread: a job its helping wait ran (one worker, no spares: the only thread that can
+ * run it), and a fork-join child synced inline. */
+struct self_wait {
+	heist_group *g;
+	heist_pool *pool;
+	atomic_int got_self, got_helped, got_child;
+	atomic_uint runs;
+};
+
+static int
+wait_for_own_group(void *arg)
+{
+	struct self_wait *sw = arg;
+	atomic_store(&sw->got_self, heist_group_wait(sw->g));
+	return 0;
+}
+
+static int
+helped_waits_for_group(void *arg)
+{
+	struct self_wait *sw = arg;
+	atomic_store(&sw->got_helped, heist_group_wait(sw->g));
+	return 0;
+}
+
+static int
+child_waits_for_group(void *arg)
+{
+	struct self_wait *sw = arg;
+	atomic_store(&sw->got_child, heist_group_wait(sw->g));
+	return 0;
+}
+
+/* A group task that waits for a job it submitted (run by its wait, on top of it),
+ * then syncs a child that nobody can steal on one worker. */
+static int
+nest_waits_for_group(void *arg)
+{
+	struct self_wait *sw = arg;
+	heist_future *f;
+	if (heist_submit(sw->pool, helped_waits_for_group, sw, &f))
+		return -1;
+	int r = heist_future_wait(f);
+	heist_future_release(f);
+	heist_task t;
+	heist_spawn(&t, child_waits_for_group, sw);
+	return r ? r : heist_sync(&t);
+}
+
+static void
+group_waited_by_its_own_task_is_edeadlk(void **state)
+{
+	(void)state;
+	for (unsigned threads = 1; threads <= 2; threads++) {
+		struct heist_config cfg = {.threads = threads, .max_spares = HEIST_SPARES_NONE};
+		heist_pool *pool = make_pool_cfg(&cfg);
+		struct self_wait sw = {.g = make_group(pool), .pool = pool};
+		atomic_store(&sw.got_self, -1);
+		for (int i = 0; i < 50; i++)
+			assert_int_equal(heist_group_submit(sw.g, count_task, &sw.runs), 0);
+		assert_int_equal(heist_group_submit(sw.g, wait_for_own_group, &sw), 0);
+		for (int i = 0; i < 50; i++)
+			assert_int_equal(heist_group_submit(sw.g, count_task, &sw.runs), 0);
+		assert_int_equal(heist_group_wait(sw.g), 0);
+		assert_int_equal(atomic_load(&sw.got_self), EDEADLK);
+		assert_int_equal(atomic_load(&sw.runs), 100);
+		/* The group is not spoiled: it runs and waits as before. */
+		assert_int_equal(heist_group_submit(sw.g, count_task, &sw.runs), 0);
+		assert_int_equal(heist_group_wait(sw.g), 0);
+		assert_int_equal(atomic_load(&sw.runs), 101);
+		heist_group_destroy(sw.g);
+		heist_pool_destroy(pool);
+	}
+
+	/* Nested on one worker's stack. */
+	struct heist_config cfg = {.threads = 1, .max_spares = HEIST_SPARES_NONE};
+	heist_pool *pool = make_pool_cfg(&cfg);
+	struct self_wait sw = {.g = make_group(pool), .pool = pool};
+	atomic_store(&sw.got_helped, -1);
+	atomic_store(&sw.got_child, -1);
+	assert_int_equal(heist_group_submit(sw.g, count_task, &sw.runs), 0);
+	assert_int_equal(heist_group_submit(sw.g, nest_waits_for_group, &sw), 0);
+	assert_int_equal(heist_group_submit(sw.g, count_task, &sw.runs), 0);
+	assert_int_equal(heist_group_wait(sw.g), 0);
+	assert_int_equal(atomic_load(&sw.got_helped), EDEADLK);
+	assert_int_equal(atomic_load(&sw.got_child), EDEADLK);
+	assert_int_equal(atomic_load(&sw.runs), 2);
+	/* A task of the pool that is not inside one of the group's waits for it. */
+	heist_future *f;
+	assert_int_equal(heist_group_submit(sw.g, count_task, &sw.runs), 0);
+	assert_int_equal(heist_submit(pool, helped_waits_for_group, &sw, &f), 0);
+	assert_int_equal(heist_future_wait(f), 0);
+	heist_future_release(f);
+	assert_int_equal(atomic_load(&sw.got_helped), 0);
+	assert_int_equal(atomic_load(&sw.runs), 3);
+	heist_group_destroy(sw.g);
+	heist_pool_destroy(pool);
+}
+
 /* WAITERS threads wait on one group while SUBMITTERS threads submit to it. */
 struct crowd {
 	heist_group *g;
@@ -494,6 +597,7 @@ main(void)
 		cmocka_unit_test(cancel_stops_queued_tasks_and_is_seen_by_running_ones),
 		cmocka_unit_test(group_grows_from_its_own_tasks),
 		cmocka_unit_test(group_waited_inside_a_task_of_another_group),
+		cmocka_unit_test(group_waited_by_its_own_task_is_edeadlk),
 		cmocka_unit_test(many_waiters_and_submitters_at_once),
 		cmocka_unit_test(sleeping_waiters_wake_only_when_all_is_done),
 		cmocka_unit_test(destroy_waits_for_the_tasks_still_running),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test-pool.c - the pool's lifetime seen from its public API: destroy runs every queued
  * and fire-and-forget task, also those submitted during the drain, and futures outlive
- * the pool; pools created and destroyed with tasks in flight; outside submits after
+ * the pool; pools created and destroyed with tasks in flight, and idle ones with more
+ * workers than CPUs at every point of their way to sleep; outside submits after
  * destroy began get ESHUTDOWN; bad input; the default size, worker indexes and thread
  * names; statistics; and create failing cleanly at each allocation and thread creation
  * (injected by faults.c). Results and waits are tested in test-future.c, submits from
@@ -211,6 +212,67 @@ create_and_destroy_with_tasks_in_flight(void **state)
 		}
 	}
 	ids_free();
+}
+
+/* Idle pools with more workers than CPUs (3 on the 2 of CI, pinned to PUs or not),
+ * destroyed at every point of their workers' way to sleep: at once (still starting),
+ * just after a task (searching), after a nap (about to sleep, or asleep), after all
+ * sleep. Each destroy must see every worker out of its loop: their stop hooks counted.
+ * A destroy that missed a worker's search or sleep hangs here (the test's timeout).
+ * (Issue 43: one such destroy of a 3-worker HEIST_PIN_PU pool hung once.) */
+enum { IDLE_DESTROYS_SLOW = 2000, IDLE_WORKERS = 3 };
+/* A create costs about 10 ms (hwloc's look at the machine), 50 under a sanitizer: the
+ * unit suite's cycles take 2-3 s either way (the rest of this file takes 25 under
+ * TSan, of its 60 s timeout). */
+#ifdef TEST_SANITIZED
+enum { IDLE_DESTROYS_UNIT = 50 };
+#else
+enum { IDLE_DESTROYS_UNIT = 200 };
+#endif
+
+static void
+count_stop(void *ctx, unsigned index)
+{
+	(void)index;
+	atomic_fetch_add((atomic_uint *)ctx, 1);
+}
+
+static void
+idle_pools_with_more_workers_than_cpus_destroy(void **state)
+{
+	(void)state;
+	static atomic_uint stops, runs;
+	unsigned cycles = test_slow() ? IDLE_DESTROYS_SLOW : IDLE_DESTROYS_UNIT;
+	for (unsigned i = 0; i < cycles; i++) {
+		atomic_store(&stops, 0);
+		struct heist_config cfg = {
+			.threads = IDLE_WORKERS,
+			.pin = i % 2 ? HEIST_PIN_PU : HEIST_PIN_NONE,
+			.ignore_environment = true,
+			.on_worker_stop = count_stop,
+			.hook_ctx = (void *)&stops,
+		};
+		heist_pool *pool = make_pool_cfg(&cfg);
+		switch (i / 2 % 4) {
+		case 0:
+			break;	/* workers still starting, or starting to search */
+		case 1: {	/* one worker found it, the others search */
+			heist_future *f;
+			assert_int_equal(heist_submit(pool, count_task, &runs, &f), 0);
+			assert_int_equal(heist_future_wait(f), 0);
+			heist_future_release(f);
+			break;
+		}
+		case 2:
+			nap((long)(i * 7919 % 50) * 1000);	/* 0-49 us: anywhere */
+			break;
+		default:
+			wait_until_parked(pool);
+			break;
+		}
+		heist_pool_destroy(pool);
+		assert_int_equal(atomic_load(&stops), IDLE_WORKERS);
+	}
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -834,6 +896,7 @@ main(void)
 		cmocka_unit_test(destroy_drains_queued_tasks),
 		cmocka_unit_test(tasks_submitted_during_the_drain_run),
 		cmocka_unit_test(create_and_destroy_with_tasks_in_flight),
+		cmocka_unit_test(idle_pools_with_more_workers_than_cpus_destroy),
 		cmocka_unit_test(outside_submit_after_destroy_started_gets_eshutdown),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(default_config_gives_one_worker_per_cpu),
@@ -843,5 +906,8 @@ main(void)
 		cmocka_unit_test(create_fails_cleanly_at_each_allocation),
 		cmocka_unit_test(create_reports_thread_creation_failure),
 	};
-	return RUN_TESTS(tests);
+	const struct CMUnitTest slow_tests[] = {
+		cmocka_unit_test(idle_pools_with_more_workers_than_cpus_destroy),
+	};
+	return RUN_TESTS_OR_SLOW(tests, slow_tests);
 }

@@ -117,8 +117,9 @@ enum heist_pin {
  * OMP_NUM_THREADS tunes an OpenMP one. The rule, the same for each: **a field the
  * program sets wins; a variable fills only a field left at its default (0), and
  * ignore_environment turns them all off.** A value that is not one of those below is
- * ignored, with one line on stderr naming the variable and what it wants; the pool is
- * then made as if it were unset.
+ * ignored, with one line on stderr naming the variable, its value (escaped as in C:
+ * \n, \t, \\, \xHH and so on, so that the line stays one whatever the value holds)
+ * and what it wants; the pool is then made as if it were unset.
  * - HEIST_NUM_THREADS=n (1 to HEIST_MAX_THREADS): threads, the number of workers.
  * - HEIST_PIN=none|core|pu (any case): pin, HEIST_PIN_NONE, _CORE or _PU.
  * - HEIST_MAX_SPARES=n|none (0 to HEIST_MAX_THREADS; 0 and none: HEIST_SPARES_NONE):
@@ -560,12 +561,21 @@ HEIST_EXPORT int heist_group_submit(heist_group *g, heist_fn fn, void *arg);
  * thread standing in.
  * Any number of threads may wait at once.
  * @returns 0, or the first nonzero result of a task of the group (ECANCELED for one
- *          cancelled before it ran); EINVAL if g is NULL. After the first nonzero
- *          result the group's tasks that have not started never run, and
- *          heist_cancelled() turns true in those running. That lasts: tasks
- *          submitted to the group later are cancelled too; use a new group to start
- *          over.
- * @since 0.1
+ *          cancelled before it ran); EINVAL if g is NULL; EDEADLK, at once and
+ *          without touching the group, when a task of the group is running on the
+ *          calling thread's stack: the caller is one of the group's tasks, or runs
+ *          inside one on the same thread (a task that one ran while it waited, a
+ *          fork-join child it synced on this thread), so the group cannot finish
+ *          before the caller returns (as heist_pool_wait_idle from a task of its
+ *          pool). The task that gets it should not return it unless it means the
+ *          group to fail: it would be the group's first nonzero result. A cycle
+ *          through another thread (a child a group task spawned, stolen by another
+ *          worker, that waits for the group) is not detected, and never returns.
+ *          After the first nonzero result the group's tasks that have not started
+ *          never run, and heist_cancelled() turns true in those running. That lasts:
+ *          tasks submitted to the group later are cancelled too; use a new group to
+ *          start over.
+ * @since 0.1; EDEADLK since 0.2 (0.1 waited forever).
  */
 HEIST_EXPORT int heist_group_wait(heist_group *g);
 
