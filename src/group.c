@@ -295,6 +295,14 @@ waits_for_itself(const struct heist_group *g)
 	return false;
 }
 
+/* In a child process: g has jobs in an inherited pool, which no thread here will run
+ * (inherit.h). */
+static bool
+orphaned(struct heist_group *g)
+{
+	return heist__pool_inherited(g->pool) && !heist__group_done(g);
+}
+
 HEIST_EXPORT int
 heist_group_wait(heist_group *g)
 {
@@ -302,6 +310,8 @@ heist_group_wait(heist_group *g)
 		return EINVAL;
 	if (waits_for_itself(g))
 		return EDEADLK;	/* as heist_pool_wait_idle from a task of its pool */
+	if (orphaned(g))
+		return ESHUTDOWN;
 	heist__wait_group(g);
 	/* relaxed: ordered by the acquire that found g done (see group_fire). */
 	return atomic_load_explicit(&g->error, memory_order_relaxed);
@@ -319,6 +329,12 @@ heist_group_destroy(heist_group *g)
 {
 	if (!g)
 		return;
+	if (orphaned(g)) {
+		/* Its jobs stay queued in the parent's threads' places, untouched. */
+		heist_cancel_release(g->token);
+		free(g);
+		return;
+	}
 	heist__wait_group(g);
 	/* The last count outs may still be on their way out of g (a wake): a few
 	 * instructions, unless their thread was preempted; yielding lets it run. */

@@ -64,10 +64,16 @@ expect_child_passed(pid_t pid)
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
-/* A new pool in the child runs work, nested and submitted. */
+/* A new pool in the child runs work, nested and submitted. Not under TSan: its
+ * registry of threads keeps the parent's after fork, and stops the child when a new
+ * thread gets the id of one of them ("dup thread with used id"); the rest of each
+ * child's checks start no thread and run there too. */
 static void
 child_new_pool_works(void)
 {
+#ifdef TEST_TSAN
+	return;
+#endif
 	heist_pool *mine;
 	CHILD_CHECK(heist_pool_create(&mine, &(struct heist_config){.threads = 2}) == 0);
 	for (intptr_t i = 0; i < 100; i++) {
@@ -164,18 +170,14 @@ fork_while_tasks_run_and_wait(void **state)
 		CHILD_CHECK(heist_future_wait(then) == ESHUTDOWN);
 		CHILD_CHECK(heist_future_wait(all_done) == ESHUTDOWN);
 		CHILD_CHECK(heist_group_wait(g) == ESHUTDOWN);
-		/* The child's own when_all and continuation over inherited futures. */
-		heist_pool *mine;
-		CHILD_CHECK(heist_pool_create(&mine, &(struct heist_config){.threads = 1}) ==
-			    0);
+		/* A when_all and a continuation made in the child over inherited futures. */
 		heist_future *mine_all, *mine_then;
-		CHILD_CHECK(heist_when_all(mine, &queued, 1, &mine_all) == 0);
+		CHILD_CHECK(heist_when_all(other, &queued, 1, &mine_all) == 0);
 		CHILD_CHECK(heist_future_wait(mine_all) == ESHUTDOWN);
 		CHILD_CHECK(heist_future_then(queued, ret_int, NULL, &mine_then) == 0);
 		CHILD_CHECK(heist_future_wait(mine_then) == ESHUTDOWN);
 		heist_future_release(mine_all);
 		heist_future_release(mine_then);
-		heist_pool_destroy(mine);
 		heist_future_release(queued);	/* releases work on inherited futures */
 		child_inherited_pool_refuses(pool);
 		child_new_pool_works();
