@@ -114,7 +114,8 @@ void heist__spares_fini(struct spares *s);
 /* Teardown, after the pool stopped: let idle spares exit and join every spare thread. */
 void heist__spares_join(struct heist_pool *pool);
 
-/* A thread (not the guest) parks in a wait / has woken from it. */
+/* A thread parks in a wait / has woken from it: a worker or a spare in any wait, the
+ * guest slot in a timed one only (wait.c, timed_park). */
 void heist__spare_park(struct heist_pool *pool);
 void heist__spare_unpark(struct heist_pool *pool);
 

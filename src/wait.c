@@ -694,8 +694,9 @@ drop_taken(struct worker *w, bool own_deque)
 
 /* Whether a parked thread should ask for a spare: only when there is work it leaves
  * undone (queued in the injector or public in some deque) and no worker is idle to
- * take it (searching or asleep: the sleep protocol wakes those). The guest slot is no
- * thread of the pool's count. own_deque: also clear our own deque of claimed jobs (a
+ * take it (searching or asleep: the sleep protocol wakes those). Asked by a worker's
+ * or a spare's waits, and by the guest slot's timed ones (park() keeps the guest out
+ * of the vote). own_deque: also clear our own deque of claimed jobs (a
  * parked untimed wait, once a nap; not a timed one, which a poll loop calls again and
  * again, taking its own job out of thieves' reach each time). A parked untimed wait
  * does not ask while another thread is at the injector, so that it could not drop
@@ -711,7 +712,7 @@ static bool
 needs_stand_in(struct worker *w, bool own_deque)
 {
 	struct heist_pool *pool = w->pool;
-	if (heist__worker_is_guest(w) || heist__sleep_has_idle(&pool->sleep))
+	if (heist__sleep_has_idle(&pool->sleep))
 		return false;
 	if (!drop_taken(w, own_deque) && own_deque)
 		return false;
@@ -719,14 +720,19 @@ needs_stand_in(struct worker *w, bool own_deque)
 }
 
 /* A timed wait counts its thread among the parked ones until the thread moves on: its
- * wait succeeds, the task it runs returns (heist__worker_run), or it waits untimed.
- * So a loop of short timed waits is parked the whole time it polls, not for the few
- * microseconds of each call, and its stand-in does not find itself surplus between
- * two calls (spare.h). */
+ * wait succeeds, the task it runs returns (heist__worker_run), it waits untimed, or,
+ * in the guest slot, its loop ends (heist__worker_guest_leave). So a loop of short
+ * timed waits is parked the whole time it polls, not for the few microseconds of each
+ * call, and its stand-in does not find itself surplus between two calls (spare.h).
+ * The guest too: an outside heist_for_each body that polls holds a place of the
+ * pool's (sleep.h, lend) and runs nothing while it polls, as a worker's task would;
+ * leaving it out called no stand-in where a worker's poll would, and the job it
+ * polled waited for ever behind a busy worker (tests/test-live.c,
+ * a_guests_timed_poll_gets_a_stand_in). */
 static void
 timed_park(struct worker *w)
 {
-	if (w->timed_parked || heist__worker_is_guest(w))
+	if (w->timed_parked)
 		return;
 	heist__worker_flush_done(w);
 	counter_add(&w->stats.parks, 1);
@@ -794,7 +800,9 @@ park(struct worker *w, const struct awaited *a, struct park *p, struct heist_fut
      uint64_t before, unsigned end)
 {
 	park_enter(w, p);
-	if (needs_stand_in(w, true) && heist__pool_progress(w->pool) == before) {
+	/* The guest never votes: it is not in the quorum (blocked_threads). */
+	if (!heist__worker_is_guest(w) && needs_stand_in(w, true) &&
+	    heist__pool_progress(w->pool) == before) {
 		bool stuck = (end & END_STUCK) && !(end & END_RUNNING);
 		heist__spare_vote(w->pool, before, &p->vote, stuck, blocked_threads(w));
 	}

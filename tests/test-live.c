@@ -9,12 +9,13 @@
  * the shape needs no spare. Every result is exact, and the peak number of the pools'
  * threads (counted by the start and stop hooks, and read in /proc/self/task) stays
  * within the theorem's bound. Also: workers parked behind another pool's long jobs
- * get a stand-in for the work queued behind them, however slowly threads run; a
- * spare that ran queued jobs exits after its keep-alive; entries of jobs taken
- * already that a waiter cannot drop call none; a stand-in that cannot be had is
- * counted and said once on stderr; what a submit from a hook does; a when_all whose
- * pool is destroyed first; and a walk across pools racing the destroy of the pool it
- * walks (for ASan and TSan).
+ * get a stand-in for the work queued behind them, however slowly threads run; an
+ * outside heist_for_each body that polls with timed waits gets one as a worker's
+ * poll does; a spare that ran queued jobs exits after its keep-alive; entries of
+ * jobs taken already that a waiter cannot drop call none; a stand-in that cannot be
+ * had is counted and said once on stderr; what a submit from a hook does; a when_all
+ * whose pool is destroyed first; and a walk across pools racing the destroy of the
+ * pool it walks (for ASan and TSan).
  *
  * Rules: nothing passes because something was fast. Outside threads wait with a
  * watchdog (WATCHDOG_NS), so a hang fails the test instead of stopping the suite. */
@@ -479,6 +480,78 @@ nested_timed_polls_take_one_thread_each_slow(void **state)
 #else
 	run_polls(1, DEFAULT_SPARES, 1, 10 * 1000, 64);
 #endif
+}
+
+/* A heist_for_each body on the calling thread (the guest slot) that polls a job of its
+ * pool with timed waits, while the pool's only worker runs a task that ends only once
+ * that job has run: the job waits and no worker is idle, where a worker's timed wait
+ * calls a stand-in at once (spare.h), and so must the guest's. Nothing is timed:
+ * without the stand-in the body polls forever and the test hangs (the meson timeout
+ * fails it), as it did when the guest's timed wait called none. */
+struct guest_poll {
+	heist_pool *pool;
+	pthread_t caller;
+	atomic_int blocking;	/* the worker is in blocker() */
+	atomic_int job_ran;
+	atomic_int on_caller;	/* the body ran on the for_each caller's thread */
+};
+
+static struct guest_poll guest_poll;
+
+static int
+only_a_stand_in_runs(void *arg)
+{
+	(void)arg;
+	atomic_store(&guest_poll.job_ran, 1);
+	return 42;
+}
+
+static int
+blocker(void *arg)
+{
+	(void)arg;
+	atomic_store(&guest_poll.blocking, 1);
+	while (!atomic_load(&guest_poll.job_ran))
+		nap(NAP_NS);
+	return 7;
+}
+
+static int
+polling_body(void *arg, size_t begin, size_t end)
+{
+	(void)arg;
+	(void)begin;
+	(void)end;
+	atomic_store(&guest_poll.on_caller, pthread_equal(pthread_self(), guest_poll.caller));
+	heist_future *f;
+	int err = heist_submit(guest_poll.pool, only_a_stand_in_runs, NULL, &f);
+	if (err)
+		return -10000 - err;
+	while (!heist_future_wait_for(f, 10 * 1000))
+		;
+	int r = heist_future_wait(f);
+	heist_future_release(f);
+	return r == 42 ? 0 : -1;
+}
+
+static void
+a_guests_timed_poll_gets_a_stand_in(void **state)
+{
+	(void)state;
+	heist_pool *pool = counted_pool(1, DEFAULT_SPARES);
+	guest_poll = (struct guest_poll){.pool = pool, .caller = pthread_self()};
+	heist_future *b;
+	assert_int_equal(heist_submit(pool, blocker, NULL, &b), 0);
+	bool ok;
+	POLL(ok, atomic_load(&guest_poll.blocking));
+	assert_true(ok);
+	assert_int_equal(heist_for_each(pool, 0, 1, 1, polling_body, NULL), 0);
+	assert_true(atomic_load(&guest_poll.on_caller));	/* in the guest slot */
+	assert_int_equal(watched(b), 7);
+	struct heist_stats st;
+	assert_int_equal(heist_pool_stats(pool, &st), 0);
+	assert_true(st.spares_started >= 1);
+	heist_pool_destroy(pool);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -1153,6 +1226,7 @@ main(void)
 		cmocka_unit_test(chains_started_in_both_pools_finish_with_a_stand_in_each),
 		cmocka_unit_test(loops_of_short_timed_waits_make_progress),
 		cmocka_unit_test(nested_timed_polls_take_one_thread_each),
+		cmocka_unit_test(a_guests_timed_poll_gets_a_stand_in),
 		cmocka_unit_test(chains_of_continuations_and_when_all_need_no_spare),
 		cmocka_unit_test(chains_of_continuations_waited_from_outside),
 		cmocka_unit_test(a_group_waited_in_a_task_runs_jobs_submitted_from_outside),
