@@ -39,6 +39,7 @@ heist__spares_init(struct spares *s, unsigned max, const char *name)
 	s->round = 1;	/* a waiter's record starts at 0: its first vote counts */
 	s->votes = 0;
 	s->stuck = 0;
+	s->quiet = 0;
 	s->exhausted = 0;
 	s->warned = false;
 	s->name = name;
@@ -284,6 +285,15 @@ launch_if(struct heist_pool *pool, struct launch l)
 		launch(pool, l);
 }
 
+/* Under the lock: the next round of the vote. */
+static void
+next_round(struct spares *s)
+{
+	s->round++;
+	s->votes = 0;
+	s->stuck = 0;
+}
+
 void
 heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote *v,
 		  bool stuck, unsigned blocked)
@@ -291,11 +301,10 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 	struct spares *s = &pool->spares;
 	struct launch l = {.k = -1};
 	pthread_mutex_lock(&s->lock);
-	if (progress != s->progress) {	/* a new round: everyone looks again */
-		s->progress = progress;
-		s->round++;
-		s->votes = 0;
-		s->stuck = 0;
+	if (progress != s->progress) {	/* progress: everyone looks again, and */
+		s->progress = progress;	/* compensation's count starts over */
+		s->quiet = 0;
+		next_round(s);
 	}
 	if (v->round != s->round) {
 		v->round = s->round;
@@ -303,24 +312,33 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 		s->votes++;
 		s->stuck += stuck;
 	} else if (stuck && !v->stuck) {
-		v->stuck = true;	/* compensation's delay ran out within the round */
+		v->stuck = true;	/* its chain came to be stuck within the round */
 		s->stuck++;
 	}
-	/* relaxed: under the lock. A round is complete when every blocked thread (one
-	 * still spinning in its wait may be about to claim the very work we see) has
-	 * looked in it; a stand-in is due if every one of them is stuck (one whose
-	 * chain ends at a running thread may be about to run that work too: the thread
-	 * may be between its submit and its wait) and fewer spares run than threads
-	 * are parked. */
-	if (!s->stopping && s->votes >= blocked && s->stuck >= s->votes &&
-	    heist__spare_short(s)) {
-		if (s->max)
-			l = call_one(pool);
-		else
-			exhausted(s);
-		s->round++;	/* the next stand-in takes a full round of its own */
-		s->votes = 0;
-		s->stuck = 0;
+	/* A round is complete when every blocked thread (one still spinning in its
+	 * wait may be about to claim the very work we see) has looked in it. A
+	 * stand-in is due if every one of them is stuck (one whose chain ends at a
+	 * running thread may be about to run that work too: the thread may be between
+	 * its submit and its wait), or if COMPENSATE_ROUNDS rounds before this one
+	 * completed with no progress (compensation: so long a stall is no thread
+	 * between its submit and its wait, however slowly threads run); and then only
+	 * if fewer spares run than threads are parked. Each round complete starts the
+	 * next: every count is of looks made since. relaxed (heist__spare_short):
+	 * under the lock. */
+	if (s->votes >= blocked) {
+		bool due = s->stuck >= s->votes || s->quiet >= COMPENSATE_ROUNDS;
+		if (!s->stopping && due && heist__spare_short(s)) {
+			uint64_t before = s->exhausted;
+			if (s->max)
+				l = call_one(pool);
+			else
+				exhausted(s);
+			if (s->exhausted == before)
+				s->quiet = 0;	/* the next stand-in takes a full count */
+		} else if (s->quiet < COMPENSATE_ROUNDS) {
+			s->quiet++;
+		}
+		next_round(s);
 	}
 	pthread_mutex_unlock(&s->lock);
 	launch_if(pool, l);

@@ -12,15 +12,26 @@
  * Then:
  *  - an untimed wait votes, once per nap, saying whether its chain of waits is stuck
  *    (it ends at another pool's queued job, or at a wait a walk does not follow) or
- *    ends at a thread that runs. A spare is called when every thread of the pool
- *    blocked in an untimed wait has voted since the pool last made progress
- *    (heist__pool_progress), each from a look that saw no progress during it, and
- *    all of them are stuck: then none of them may run the work we see, and no thread
- *    they wait for is about to (one that runs may be between its submit and its
- *    wait). So a waiter about to claim the work (the next link of a chain of waits
- *    across pools) is never raced by a new thread. A waiter whose chain ends at a
- *    running thread counts as stuck once the pool has made no progress for
- *    COMPENSATE_NS (wait.c): compensation for a thread parked behind a long task.
+ *    ends at a thread that runs. Votes go in rounds: a round is complete once every
+ *    thread of the pool blocked in an untimed wait has voted in it, each from a look
+ *    that saw no progress during it (heist__pool_progress, which only grows); any
+ *    progress of the pool starts a new round, and so does the end of one. A stand-in
+ *    is called at the end of a round in which every voter was stuck: then none of
+ *    them may run the work we see, and no thread they wait for is about to (one that
+ *    runs may be between its submit and its wait). So a waiter about to claim the
+ *    work (the next link of a chain of waits across pools) is never raced by a new
+ *    thread.
+ *    Compensation, for threads parked behind a long task (of another pool, say): a
+ *    stand-in is called at the end of a round, stuck or not, once COMPENSATE_ROUNDS
+ *    rounds have completed before it with no progress of the pool, counted since it
+ *    last made progress or called a stand-in. Counted in the pool's own looks, not
+ *    in time: a look that cannot tell (another thread at the injector, progress
+ *    during it) casts no vote, which delays the round and starts nothing over; and
+ *    threads that run slowly (a sanitizer, an overloaded host) take longer over
+ *    their rounds, as they do between a submit and its wait, and still get their
+ *    stand-in. Each voter naps PARK_NS (wait.c, 200 us) between looks unless woken,
+ *    so at full speed the count lasts 250 ms or more. It adds at most one stand-in
+ *    per count of a pool-wide stall.
  *  - a timed wait calls one at once, if fewer spares run than threads are parked: it
  *    runs nothing itself, even what it waits for. Its thread counts as parked until
  *    it moves on (wait.c, timed_park), and the spare looks for work at least once
@@ -72,6 +83,9 @@ struct spares {
 	uint32_t round;
 	unsigned votes;			/* parked threads that looked in this round */
 	unsigned stuck;			/* of them, those whose chains are stuck */
+	unsigned quiet;			/* rounds complete since the last progress or
+					 * stand-in (compensation; at most
+					 * COMPENSATE_ROUNDS) */
 	uint64_t exhausted;		/* calls that found every spare in use */
 	bool warned;			/* the stderr line about it was printed */
 	const char *name;		/* the pool's, for that line */
@@ -83,6 +97,14 @@ struct spares {
 	int idle;			/* the idle spares, latest first; -1: none */
 };
 
+/* Compensation's count (spare.h, above): rounds of the vote, complete with no progress
+ * of the pool, after which a stand-in is called even though some voters' chains end at
+ * threads that run. Long beside a chain's steps (a thread between its submit and its
+ * wait takes microseconds, and every voter looks once a nap of 200 us), so that such a
+ * thread is not raced even when it is preempted for a while; short beside a task that
+ * blocks for real. */
+enum { COMPENSATE_ROUNDS = 1250 };
+
 /* Tests only: how long an idle spare thread waits to be called before it exits. */
 extern uint64_t heist__spare_keepalive_ns;
 
@@ -92,7 +114,8 @@ void heist__spares_fini(struct spares *s);
 /* Teardown, after the pool stopped: let idle spares exit and join every spare thread. */
 void heist__spares_join(struct heist_pool *pool);
 
-/* A thread (not the guest) parks in a wait / has woken from it. */
+/* A thread parks in a wait / has woken from it: a worker or a spare in any wait, the
+ * guest slot in a timed one only (wait.c, timed_park). */
 void heist__spare_park(struct heist_pool *pool);
 void heist__spare_unpark(struct heist_pool *pool);
 
@@ -105,9 +128,9 @@ struct heist__vote {
 
 /* A parked untimed waiter that found nothing to run, with work visible and no worker
  * idle, votes: stuck, or not (its chain ends at a thread that runs); progress is
- * heist__pool_progress(pool) as it was before its look, blocked how many of the pool's
- * threads are blocked in untimed waits now (the quorum). A voter counts once a round,
- * and may turn its vote to stuck within it. */
+ * heist__pool_progress(pool) as it was before its look (and after it), blocked how many
+ * of the pool's threads are blocked in untimed waits now (the quorum). A voter counts
+ * once a round, and may turn its vote to stuck within it. */
 void heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote *v,
 		       bool stuck, unsigned blocked);
 

@@ -76,16 +76,9 @@ enum {
 	WAKE_OTHERS = 1,
 };
 /* A parked worker looks again this often: for work it may help with, and for work
- * that needs a stand-in. */
+ * that needs a stand-in (its vote; compensation counts rounds of these looks,
+ * spare.h). */
 #define PARK_NS ((uint64_t)200000)
-/* Compensation's delay: how long a thread stays parked, its chain ending at a thread
- * that runs, while the pool makes no progress and work waits, before it counts as
- * stuck all the same. Long beside a chain's steps (microseconds), so that a thread
- * merely between its submit and its wait is not raced even when the machine is
- * overloaded; short beside a task that blocks for real. Any progress of the pool
- * (the stand-in's first take, say) starts every waiter's delay over, so compensation
- * adds at most one stand-in per delay. */
-#define COMPENSATE_NS ((uint64_t)250 * 1000 * 1000)
 
 static bool
 awaited_done(const struct awaited *a)
@@ -701,8 +694,9 @@ drop_taken(struct worker *w, bool own_deque)
 
 /* Whether a parked thread should ask for a spare: only when there is work it leaves
  * undone (queued in the injector or public in some deque) and no worker is idle to
- * take it (searching or asleep: the sleep protocol wakes those). The guest slot is no
- * thread of the pool's count. own_deque: also clear our own deque of claimed jobs (a
+ * take it (searching or asleep: the sleep protocol wakes those). Asked by a worker's
+ * or a spare's waits, and by the guest slot's timed ones (park() keeps the guest out
+ * of the vote). own_deque: also clear our own deque of claimed jobs (a
  * parked untimed wait, once a nap; not a timed one, which a poll loop calls again and
  * again, taking its own job out of thieves' reach each time). A parked untimed wait
  * does not ask while another thread is at the injector, so that it could not drop
@@ -718,7 +712,7 @@ static bool
 needs_stand_in(struct worker *w, bool own_deque)
 {
 	struct heist_pool *pool = w->pool;
-	if (heist__worker_is_guest(w) || heist__sleep_has_idle(&pool->sleep))
+	if (heist__sleep_has_idle(&pool->sleep))
 		return false;
 	if (!drop_taken(w, own_deque) && own_deque)
 		return false;
@@ -726,14 +720,19 @@ needs_stand_in(struct worker *w, bool own_deque)
 }
 
 /* A timed wait counts its thread among the parked ones until the thread moves on: its
- * wait succeeds, the task it runs returns (heist__worker_run), or it waits untimed.
- * So a loop of short timed waits is parked the whole time it polls, not for the few
- * microseconds of each call, and its stand-in does not find itself surplus between
- * two calls (spare.h). */
+ * wait succeeds, the task it runs returns (heist__worker_run), it waits untimed, or,
+ * in the guest slot, its loop ends (heist__worker_guest_leave). So a loop of short
+ * timed waits is parked the whole time it polls, not for the few microseconds of each
+ * call, and its stand-in does not find itself surplus between two calls (spare.h).
+ * The guest too: an outside heist_for_each body that polls holds a place of the
+ * pool's (sleep.h, lend) and runs nothing while it polls, as a worker's task would;
+ * leaving it out called no stand-in where a worker's poll would, and the job it
+ * polled waited for ever behind a busy worker (tests/test-live.c,
+ * a_guests_timed_poll_gets_a_stand_in). */
 static void
 timed_park(struct worker *w)
 {
-	if (w->timed_parked || heist__worker_is_guest(w))
+	if (w->timed_parked)
 		return;
 	heist__worker_flush_done(w);
 	counter_add(&w->stats.parks, 1);
@@ -751,10 +750,6 @@ heist__wait_timed_over(struct worker *w)
 struct park {
 	bool parked;		/* counted among the pool's parked threads */
 	struct heist__vote vote;	/* our part in the stall rounds (spare.h) */
-	/* Compensation: since when our chain has ended at a running thread while the
-	 * pool made no progress (0: not so), and the progress then. */
-	uint64_t running_since;
-	uint64_t progress;
 };
 
 /* Count ourselves parked (once per stretch of parking). */
@@ -793,40 +788,23 @@ blocked_threads(struct worker *w)
 	return n;
 }
 
-/* Whether a parked waiter whose chain ends at a running thread has waited long
- * enough, with the pool making no progress, to count as stuck: compensation, so that
- * a thread parked on a long task (of another pool, say) does not leave queued work
- * without a thread for long. */
-static bool
-compensate(struct park *p, uint64_t progress)
-{
-	if (progress != p->progress || !p->running_since) {
-		p->progress = progress;
-		p->running_since = heist__now_ns();
-		return false;
-	}
-	return heist__now_ns() - p->running_since >= COMPENSATE_NS;
-}
-
 /* One nap of the parked phase of an untimed wait, after a vote for a stand-in if work
  * waits that nobody may run (spare.h). `before` is the pool's progress from before the
  * look that found nothing, and `end` how that look saw the chain end: a vote counts
  * only for a look that saw the pool as it is (work that came during the look, the
- * next link of a chain say, may be ours to run). */
+ * next link of a chain say, may be ours to run). A look that casts no vote changes
+ * nothing in the vote: compensation counts rounds, and only progress starts its count
+ * over (spare.c), so looks that cannot tell, however many, only delay it. */
 static void
 park(struct worker *w, const struct awaited *a, struct park *p, struct heist_future *tip,
      uint64_t before, unsigned end)
 {
 	park_enter(w, p);
-	if (needs_stand_in(w, true) && heist__pool_progress(w->pool) == before) {
+	/* The guest never votes: it is not in the quorum (blocked_threads). */
+	if (!heist__worker_is_guest(w) && needs_stand_in(w, true) &&
+	    heist__pool_progress(w->pool) == before) {
 		bool stuck = (end & END_STUCK) && !(end & END_RUNNING);
-		if (!stuck)
-			stuck = compensate(p, before);
-		else
-			p->running_since = 0;
 		heist__spare_vote(w->pool, before, &p->vote, stuck, blocked_threads(w));
-	} else {
-		p->running_since = 0;
 	}
 	nap(a, tip, PARK_NS);
 }
@@ -840,7 +818,7 @@ static void
 help_until_done(struct worker *w, const struct awaited *a)
 {
 	unsigned idle = 0;
-	struct park p = {false, {0, false}, 0, 0};
+	struct park p = {false, {0, false}};
 	struct heist_future *tip = NULL;	/* held: see struct walk */
 	bool shown = false, ever_shown = false;	/* published in blocked_in */
 	while (!awaited_done(a)) {

@@ -35,7 +35,8 @@ bool heist__wait_walked(struct heist_pool *p, struct heist_pool *pools);
 bool heist__wait_job(struct heist_future *j, uint64_t deadline_ns);
 
 /* The thread w, counted as parked since a timed wait (w->timed_parked), has moved on:
- * count it out (heist__worker_run calls this once a task returns). */
+ * count it out (heist__worker_run calls this once a task returns, and
+ * heist__worker_guest_leave once the guest's loop ends). */
 void heist__wait_timed_over(struct worker *w);
 
 /* heist_sync's wait for a spawned task that a thief took; returns its result. */

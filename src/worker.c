@@ -524,6 +524,7 @@ void
 heist__worker_guest_leave(struct heist_pool *pool)
 {
 	struct worker *g = &pool->workers[pool->n];
+	timed_wait_over(g);	/* a body polled: the guest is parked no more */
 	heist__worker_flush_done(g);
 	heist__set_current(NULL);
 	/* The place back to its sleeper; if work came meanwhile that nobody took,

@@ -8,11 +8,14 @@
  * pools, with the default max_spares and with HEIST_SPARES_NONE where the theorem says
  * the shape needs no spare. Every result is exact, and the peak number of the pools'
  * threads (counted by the start and stop hooks, and read in /proc/self/task) stays
- * within the theorem's bound. Also: a spare that ran queued jobs exits after its
- * keep-alive; entries of jobs taken already that a waiter cannot drop call none; a
- * stand-in that cannot be had is counted and said once on stderr; what
- * a submit from a hook does; a when_all whose pool is destroyed first; and a walk
- * across pools racing the destroy of the pool it walks (for ASan and TSan).
+ * within the theorem's bound. Also: workers parked behind another pool's long jobs
+ * get a stand-in for the work queued behind them, however slowly threads run; an
+ * outside heist_for_each body that polls with timed waits gets one as a worker's
+ * poll does; a spare that ran queued jobs exits after its keep-alive; entries of
+ * jobs taken already that a waiter cannot drop call none; a stand-in that cannot be
+ * had is counted and said once on stderr; what a submit from a hook does; a when_all
+ * whose pool is destroyed first; and a walk across pools racing the destroy of the
+ * pool it walks (for ASan and TSan).
  *
  * Rules: nothing passes because something was fast. Outside threads wait with a
  * watchdog (WATCHDOG_NS), so a hang fails the test instead of stopping the suite. */
@@ -31,7 +34,7 @@
 
 #include "common.h"
 #include "pool.h"	/* white-box: the injector's consumer flag */
-#include "spare.h"	/* heist__spare_keepalive_ns */
+#include "spare.h"	/* heist__spare_keepalive_ns, COMPENSATE_ROUNDS */
 
 #define WATCHDOG_NS (60ull * 1000 * 1000 * 1000)
 #define DEFAULT_SPARES 0u	/* heist_config.max_spares: the default bound */
@@ -246,9 +249,11 @@ struct chain_run {
 	bool via_run;
 };
 
-/* COMPENSATE_NS (wait.c): a parked waiter whose chain ends at a running thread counts
- * as stuck once its pool has made no progress for this long while work waits. */
-#define COMPENSATE_NS (250ull * 1000 * 1000)
+/* Compensation (spare.h) calls a stand-in once COMPENSATE_ROUNDS rounds of the vote
+ * have completed with no progress of the pool while work waits; a round takes a look
+ * of every parked waiter, and each naps 200 us between looks (wait.c, PARK_NS) unless
+ * a wake cuts the nap short. A stalled chain wakes nobody: so at least this long. */
+#define COMPENSATE_NS ((uint64_t)COMPENSATE_ROUNDS * 200 * 1000)
 
 /* Stand-ins compensation may have called in a run that lasted elapsed_ns: at most one
  * per pool per COMPENSATE_NS. Never for a chain that runs as it should (microseconds
@@ -475,6 +480,78 @@ nested_timed_polls_take_one_thread_each_slow(void **state)
 #else
 	run_polls(1, DEFAULT_SPARES, 1, 10 * 1000, 64);
 #endif
+}
+
+/* A heist_for_each body on the calling thread (the guest slot) that polls a job of its
+ * pool with timed waits, while the pool's only worker runs a task that ends only once
+ * that job has run: the job waits and no worker is idle, where a worker's timed wait
+ * calls a stand-in at once (spare.h), and so must the guest's. Nothing is timed:
+ * without the stand-in the body polls forever and the test hangs (the meson timeout
+ * fails it), as it did when the guest's timed wait called none. */
+struct guest_poll {
+	heist_pool *pool;
+	pthread_t caller;
+	atomic_int blocking;	/* the worker is in blocker() */
+	atomic_int job_ran;
+	atomic_int on_caller;	/* the body ran on the for_each caller's thread */
+};
+
+static struct guest_poll guest_poll;
+
+static int
+only_a_stand_in_runs(void *arg)
+{
+	(void)arg;
+	atomic_store(&guest_poll.job_ran, 1);
+	return 42;
+}
+
+static int
+blocker(void *arg)
+{
+	(void)arg;
+	atomic_store(&guest_poll.blocking, 1);
+	while (!atomic_load(&guest_poll.job_ran))
+		nap(NAP_NS);
+	return 7;
+}
+
+static int
+polling_body(void *arg, size_t begin, size_t end)
+{
+	(void)arg;
+	(void)begin;
+	(void)end;
+	atomic_store(&guest_poll.on_caller, pthread_equal(pthread_self(), guest_poll.caller));
+	heist_future *f;
+	int err = heist_submit(guest_poll.pool, only_a_stand_in_runs, NULL, &f);
+	if (err)
+		return -10000 - err;
+	while (!heist_future_wait_for(f, 10 * 1000))
+		;
+	int r = heist_future_wait(f);
+	heist_future_release(f);
+	return r == 42 ? 0 : -1;
+}
+
+static void
+a_guests_timed_poll_gets_a_stand_in(void **state)
+{
+	(void)state;
+	heist_pool *pool = counted_pool(1, DEFAULT_SPARES);
+	guest_poll = (struct guest_poll){.pool = pool, .caller = pthread_self()};
+	heist_future *b;
+	assert_int_equal(heist_submit(pool, blocker, NULL, &b), 0);
+	bool ok;
+	POLL(ok, atomic_load(&guest_poll.blocking));
+	assert_true(ok);
+	assert_int_equal(heist_for_each(pool, 0, 1, 1, polling_body, NULL), 0);
+	assert_true(atomic_load(&guest_poll.on_caller));	/* in the guest slot */
+	assert_int_equal(watched(b), 7);
+	struct heist_stats st;
+	assert_int_equal(heist_pool_stats(pool, &st), 0);
+	assert_true(st.spares_started >= 1);
+	heist_pool_destroy(pool);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -737,6 +814,113 @@ a_spare_that_ran_queued_jobs_exits_after_its_keep_alive(void **state)
 	heist_pool_destroy(p);
 	heist_pool_destroy(other);
 	heist__spare_keepalive_ns = keep;
+}
+
+/* Both workers of A wait for jobs of B that run until the test lets them go, and 30
+ * jobs are queued in A behind them: compensation must give A a stand-in that runs
+ * them, however slowly the threads run (a sanitizer, an overloaded host). B's jobs go
+ * only once A's 30 are done, and nothing here is timed: without the stand-in the test
+ * hangs (the meson timeout fails it). The rule once measured 250 ms of wall time per
+ * waiter, started over by any look that could not tell, such as one that found the
+ * other waiter at A's injector (wait.c, needs_stand_in); TSan makes those looks long,
+ * and its runs often went 1.5 s without a stand-in. The second form makes such looks
+ * certain: a thread takes A's injector for 1 ms every 20 ms (as a consumer would)
+ * until the first of the 30 jobs runs. Under the old rule no waiter ever saw 250 ms
+ * without one, and the test hung. */
+struct parked_on_b {
+	heist_pool *a;
+	heist_future *held[2];
+	atomic_int waiting;
+	atomic_int ran;		/* of the 30 */
+};
+
+static struct parked_on_b parked_on_b;
+
+static int
+wait_for_held(void *arg)
+{
+	atomic_fetch_add(&parked_on_b.waiting, 1);
+	return heist_future_wait(parked_on_b.held[(intptr_t)arg]);
+}
+
+static int
+queued_in_a(void *arg)
+{
+	atomic_fetch_add(&parked_on_b.ran, 1);
+	return (int)(intptr_t)arg;
+}
+
+/* Another thread at A's injector now and then, until a stand-in runs A's jobs. */
+static void *
+injector_visitor(void *arg)
+{
+	struct injector *q = &((struct parked_on_b *)arg)->a->injector;
+	while (!atomic_load(&parked_on_b.ran)) {
+		/* acquire, release: as consumer_enter and consumer_leave (injector.c);
+		 * the head is handed on untouched. */
+		while (atomic_exchange_explicit(&q->consuming, true, memory_order_acquire))
+			nap(NAP_NS);
+		nap(1000 * 1000);
+		atomic_store_explicit(&q->consuming, false, memory_order_release);
+		nap(20 * 1000 * 1000);
+	}
+	return NULL;
+}
+
+static void
+run_parked_on_b(bool visited)
+{
+	enum { QUEUED = 30 };
+	static struct hold hold;
+	hold = (struct hold){.ret = 3};
+	parked_on_b = (struct parked_on_b){0};
+	heist_pool *a = counted_pool(2, DEFAULT_SPARES), *b = make_pool(2);
+	parked_on_b.a = a;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(heist_submit(b, hold_task, &hold, &parked_on_b.held[i]), 0);
+	heist_future *w[2], *f[QUEUED];
+	for (intptr_t i = 0; i < 2; i++)
+		assert_int_equal(heist_submit(a, wait_for_held, (void *)i, &w[i]), 0);
+	bool ok;
+	POLL(ok, atomic_load(&hold.entered) == 2 && atomic_load(&parked_on_b.waiting) == 2);
+	assert_true(ok);
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < QUEUED; i++)
+		assert_int_equal(heist_submit(a, queued_in_a, (void *)(intptr_t)i, &f[i]), 0);
+	pthread_t visitor;
+	if (visited)
+		assert_int_equal(pthread_create(&visitor, NULL, injector_visitor, &parked_on_b),
+				 0);
+	for (int i = 0; i < QUEUED; i++) {	/* untimed: a stand-in must run them */
+		assert_int_equal(heist_future_wait(f[i]), i);
+		heist_future_release(f[i]);
+	}
+	uint64_t elapsed = now_ns() - t0;
+	if (visited)
+		pthread_join(visitor, NULL);
+	assert_int_equal(atomic_load(&hold.left), 0);	/* B's jobs still run */
+	atomic_store(&hold.open, 1);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(watched(w[i]), 3);
+		assert_int_equal(watched(parked_on_b.held[i]), 3);
+	}
+	struct heist_stats st;
+	assert_int_equal(heist_pool_stats(a, &st), 0);
+	shape_report("A's 2 workers parked on B, %d queued in A%s: ran in %.1f ms, spares "
+		     "started %llu", QUEUED, visited ? ", A's injector visited" : "",
+		     elapsed / 1e6, (unsigned long long)st.spares_started);
+	assert_int_equal(atomic_load(&parked_on_b.ran), QUEUED);
+	assert_true(st.spares_started >= 1);
+	heist_pool_destroy(a);
+	heist_pool_destroy(b);
+}
+
+static void
+workers_parked_on_another_pool_get_a_stand_in(void **state)
+{
+	(void)state;
+	run_parked_on_b(false);
+	run_parked_on_b(true);
 }
 
 struct exhaust {
@@ -1042,11 +1226,13 @@ main(void)
 		cmocka_unit_test(chains_started_in_both_pools_finish_with_a_stand_in_each),
 		cmocka_unit_test(loops_of_short_timed_waits_make_progress),
 		cmocka_unit_test(nested_timed_polls_take_one_thread_each),
+		cmocka_unit_test(a_guests_timed_poll_gets_a_stand_in),
 		cmocka_unit_test(chains_of_continuations_and_when_all_need_no_spare),
 		cmocka_unit_test(chains_of_continuations_waited_from_outside),
 		cmocka_unit_test(a_group_waited_in_a_task_runs_jobs_submitted_from_outside),
 		cmocka_unit_test(a_spare_that_ran_queued_jobs_exits_after_its_keep_alive),
 		cmocka_unit_test(taken_entries_behind_a_busy_injector_call_no_stand_in),
+		cmocka_unit_test(workers_parked_on_another_pool_get_a_stand_in),
 		cmocka_unit_test(an_exhausted_bound_is_counted_and_said_once),
 		cmocka_unit_test(a_spares_hooks_may_submit),
 		cmocka_unit_test(a_when_all_whose_pool_is_gone_still_completes),
