@@ -44,6 +44,24 @@
  * and grown deques are whole pages from the system, unmapped when freed, so what a
  * burst took leaves the process's resident size (RSS) too, not only heist's books.
  * Fork-join tasks (heist_spawn) use no heap memory.
+ *
+ * fork(). A child process gets a copy of each pool that existed at the fork, but not
+ * its threads (fork copies only the thread that called it). In the child, every call
+ * that would need an inherited pool's threads returns ESHUTDOWN at once, never hangs:
+ * heist_submit and every other submit form, heist_run, heist_for_each and the loops,
+ * heist_pool_wait_idle, heist_group_submit; heist_future_wait and heist_group_wait for
+ * work that only those threads could finish (a job queued or running at the fork, a
+ * continuation or when_all that waits for one, whichever pool it was made on), and
+ * heist_future_wait_for returns false for it at once. What was done before the fork
+ * stays done. Releasing futures, cancelling, statistics and destroying groups work.
+ * heist_pool_destroy of an inherited pool returns at once: it waits for nothing and
+ * frees nothing of the pool in the child (its queues and locks are as the lost threads
+ * left them). New pools work in the child, as many as wanted. A thread that calls
+ * fork() inside a task (or a heist_for_each body) is an outside thread in the child and
+ * may go on with that task, make pools and run work, but the task must not return there
+ * (end the child with exec or _exit): nothing is left to return to, and heist aborts
+ * the child with a message if it does; a heist_sync there of a task spawned before the
+ * fork aborts the same way. The parent is not affected. POSIX systems (pthread_atfork).
  */
 #ifndef HEIST_HEIST_H
 #define HEIST_HEIST_H
