@@ -26,7 +26,10 @@ enum mode { MODE_OFF, MODE_NTH, MODE_ALL };
 struct fault_switch {
 	_Atomic int mode;
 	_Atomic int scope;
-	pthread_t owner;		/* written before mode is published */
+	/* The arming thread, as the address of its thread_calls (unique among live
+	 * threads). Atomic: a thread that read the mode of an earlier arming may read
+	 * it while another thread re-arms. */
+	_Atomic uintptr_t owner;
 	_Atomic int64_t countdown;	/* calls left to let through before the failure */
 	_Atomic uint64_t failed;
 	_Atomic uint64_t calls;
@@ -59,7 +62,7 @@ arm(enum fault_kind kind, int mode, int64_t skip, enum fault_scope scope)
 	struct fault_switch *s = &switches[kind];
 
 	atomic_store_explicit(&s->mode, MODE_OFF, memory_order_relaxed);
-	s->owner = pthread_self();
+	atomic_store_explicit(&s->owner, (uintptr_t)&thread_calls, memory_order_relaxed);
 	atomic_store_explicit(&s->scope, (int)scope, memory_order_relaxed);
 	atomic_store_explicit(&s->countdown, skip, memory_order_relaxed);
 	atomic_store_explicit(&s->failed, 0, memory_order_relaxed);
@@ -118,7 +121,7 @@ should_fail(enum fault_kind kind)
 	if (mode == MODE_OFF)
 		return false;
 	if (atomic_load_explicit(&s->scope, memory_order_relaxed) == FAULT_THIS_THREAD &&
-	    !pthread_equal(s->owner, pthread_self()))
+	    atomic_load_explicit(&s->owner, memory_order_relaxed) != (uintptr_t)&thread_calls)
 		return false;
 	if (mode == MODE_NTH &&
 	    atomic_fetch_sub_explicit(&s->countdown, 1, memory_order_relaxed) != 0)
