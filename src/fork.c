@@ -157,7 +157,7 @@ sync_slow(struct worker *w, struct task *t)
 		}
 		/* A spawned task above t: syncs came out of order. Running it is still a
 		 * legal schedule (it is this frame's own child). */
-		assert(!"heist_sync: syncs must come in the reverse order of their spawns");
+		assert(0 && "heist_sync: syncs must come in the reverse order of their spawns");
 		heist__worker_took(w, HEIST_PATH_INLINE, x, false);
 		heist__worker_run(w, x);
 	}

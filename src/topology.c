@@ -316,16 +316,17 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	cpu_set_t set;
 	if (pin != HEIST_PIN_NONE && sched_getaffinity(0, sizeof(set), &set) == 0) {
 		int cpus[CPU_SETSIZE], count = 0;
-		for (int c = 0; c < CPU_SETSIZE; c++)
+		for (unsigned c = 0; c < CPU_SETSIZE; c++)
 			if (CPU_ISSET(c, &set))
-				cpus[count++] = c;
+				cpus[count++] = (int)c;
 		if (count && !(t->cpu = malloc(sizeof(int) * t->n))) {
 			heist__topology_free(t);
 			return ENOMEM;
 		}
 		for (unsigned i = 0; count && i < t->n; i++)
-			t->cpu[i] = cpus[t->n <= (unsigned)count ? (size_t)i * count / t->n
-								 : i % (unsigned)count];
+			t->cpu[i] = cpus[t->n <= (unsigned)count
+						 ? (size_t)i * (unsigned)count / t->n
+						 : i % (unsigned)count];
 	}
 	*out = t;
 	return 0;
@@ -354,7 +355,7 @@ heist__topology_bind(struct topology *t, unsigned i)
 		return 0;
 	cpu_set_t set;
 	CPU_ZERO(&set);
-	CPU_SET(t->cpu[i], &set);
+	CPU_SET((unsigned)t->cpu[i], &set);
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
