@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "hold.h"
 #include "worker.h"
 
 _Atomic unsigned heist__fork_gen;
@@ -18,21 +19,26 @@ static void (*registry_lock)(void);
 static void (*registry_unlock)(void);
 static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 
+/* The registry's lock, then the hold cells' (the order of heist__pool_enter_if_alive,
+ * which links a cell under the registry's lock). */
 static void
 prepare(void)
 {
 	registry_lock();
+	heist__hold_lock_all();
 }
 
 static void
 parent(void)
 {
+	heist__hold_unlock_all();
 	registry_unlock();
 }
 
 static void
 child(void)
 {
+	heist__hold_unlock_all();
 	registry_unlock();
 	/* relaxed: the child's only thread. */
 	atomic_fetch_add_explicit(&heist__fork_gen, 1, memory_order_relaxed);

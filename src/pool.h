@@ -56,12 +56,11 @@ struct heist_pool {
 	 * for both, so that destroy's one load sees a job counted in either. */
 	CACHE_ALIGNED _Atomic uint64_t live;
 	_Atomic uint32_t drain_seq;	/* destroy and idle waiters sleep on it */
-	/* Threads that are not the pool's own and are inside it: from an outside
-	 * enter (a submit, a continuation queued by another pool's thread, a guest
-	 * coming in) until their last touch, and every thread inside
-	 * heist__pool_leave. Such a thread may make the job it queued runnable, or
-	 * bring live to 0, and still touch the pool after that (a wake): destroy
-	 * waits until this is 0 too before it frees anything (submit.c, (5)). */
+	/* Threads inside heist__pool_leave, and outside entrants that have no hold
+	 * cell of their own (hold.h; the others name the pool in their cell): such a
+	 * thread may bring live to 0, or make the job it queued runnable, and still
+	 * touch the pool after that (a wake). Destroy waits until this is 0, and no
+	 * cell names the pool, before it frees anything (submit.c, (5)). */
 	_Atomic uint32_t holds;
 	/* heist_pool_wait_idle (submit.c): outside admissions count in epoch & 1's
 	 * half of live; waiters move it on, one at a time, under idle_lock. */

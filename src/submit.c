@@ -35,19 +35,23 @@
  *     may let destroy go on: an outside submitter wakes a sleeper (and, with a limit,
  *     counts the injector's depth) after its push, when the job may already have run
  *     and been waited for; the thread that brings live to 0 wakes destroy after its
- *     subtraction. Each takes a hold (`holds` += 1, seq_cst) before the step that
- *     counts it in live (its enter's add, its leave's subtraction) and lets go
- *     (release) after its last access; destroy, having seen live reach 0, waits for
- *     holds to be 0 (its first load seq_cst). Why no access follows the free: the
- *     hold's add is sequenced before the add to live; every change to live is a
- *     read-modify-write, so the value 0 that destroy reads (acquire) comes later in a
- *     release sequence headed by that add, which so happens before destroy's load of
- *     holds: destroy sees the hold, and frees only after it reads the release that
- *     let go of it, which follows the thread's last access. An entrant whose hold
- *     came after destroy's load of holds in the total order of seq_cst operations
- *     began its call after destroy had drained the pool: that is the caller's use of
- *     a destroyed pool (heist.h), or, for continuations, prevented by the registry
- *     (heist__pool_enter_if_alive: destroy takes the pool off it first).
+ *     subtraction. Each takes a hold before the step that counts it in live (its
+ *     enter's add, its leave's subtraction) and lets go (release) after its last
+ *     access: an entrant names the pool in its thread's cell (hold.h: two plain
+ *     stores on x86, release both), a leaver (and an entrant without a cell) adds to
+ *     `holds` (seq_cst). Destroy, having seen live reach 0, waits for holds to be 0
+ *     and then until no cell names the pool (acquire loads). Why no access follows
+ *     the free: the hold is sequenced before the change to live; every change to
+ *     live is a read-modify-write, so the value 0 that destroy reads (seq_cst, so
+ *     acquire) comes later in a release sequence headed by that change, which
+ *     therefore happens before destroy's looks at holds and at the cells: destroy
+ *     sees the hold, or a later value of its word, which only a release store or
+ *     read-modify-write of the holder's wrote after its last access; either way it
+ *     frees only after that access. An entrant that destroy's drain did not count
+ *     (its add came after destroy's load of live) began its call after destroy had
+ *     drained the pool: that is the caller's use of a destroyed pool (heist.h), or,
+ *     for continuations, prevented by the registry (heist__pool_enter_if_alive:
+ *     destroy takes the pool off it first).
  * A job leaves only once it has run or been skipped as cancelled (workers subtract
  * what they finished in batches, done_unflushed, before they idle), so live is never
  * below the truth, and when destroy sees 0 nothing accepted is still to run. Neither
@@ -74,6 +78,7 @@
 #include "cancel.h"
 #include "futex.h"
 #include "future.h"
+#include "hold.h"
 #include "pool.h"
 #include "probe.h"
 #include "worker.h"
@@ -100,20 +105,36 @@ live_half(uint64_t v, unsigned e)
 	return (uint32_t)(v >> (32 * (e & 1)));
 }
 
-/* Take a hold on pool (5): destroy frees nothing until it is let go. seq_cst: before
- * the change to live that counts the holder; destroy's load of holds pairs with it. */
+/* Take a hold on pool (5) in the pool's count: destroy frees nothing until it is let
+ * go. seq_cst: before the change to live that counts the holder; destroy's load of
+ * holds pairs with it. For a leave, and for an enter on a thread without a cell. */
 static void
 hold(struct heist_pool *pool)
 {
 	atomic_fetch_add_explicit(&pool->holds, 1, memory_order_seq_cst);
 }
 
-void
-heist__pool_unhold(struct heist_pool *pool)
+static void
+unhold(struct heist_pool *pool)
 {
 	/* release, our last touch of the pool: pairs with the acquire loads of holds
 	 * in heist__pool_drain. */
 	atomic_fetch_sub_explicit(&pool->holds, 1, memory_order_release);
+}
+
+/* An enter's hold: this thread's cell (hold.h), else the count. */
+static inline void
+hold_entered(struct heist_pool *pool)
+{
+	if (!heist__hold_enter(pool))
+		hold(pool);
+}
+
+void
+heist__pool_unhold(struct heist_pool *pool)
+{
+	if (!heist__hold_leave())
+		unhold(pool);
 }
 
 void
@@ -127,7 +148,7 @@ heist__pool_leave(struct heist_pool *pool, unsigned epoch, uint64_t n)
 	    (atomic_load_explicit(&pool->idle_waiters, memory_order_seq_cst) ||
 	     (old == units && atomic_load_explicit(&pool->shutting, memory_order_seq_cst))))
 		wake_drainers(pool);
-	heist__pool_unhold(pool);
+	unhold(pool);
 }
 
 int
@@ -135,7 +156,7 @@ heist__pool_enter(struct heist_pool *pool, unsigned *epoch)
 {
 	if (heist__pool_inherited(pool))
 		return ESHUTDOWN;	/* its threads are in the parent (inherit.h) */
-	hold(pool);	/* (5), before the add below */
+	hold_entered(pool);	/* (5), before the add below */
 	/* seq_cst: a waiter that moved the epoch on since waits for this one too. */
 	*epoch = atomic_load_explicit(&pool->epoch, memory_order_seq_cst) & 1;
 	/* Both seq_cst: (1). */
@@ -205,10 +226,10 @@ heist__pool_drain(struct heist_pool *pool)
 	wait_drained(pool, true, 0);
 	/* (5): a hold lasts a push and a wake, or a leave. The first load seq_cst (the
 	 * argument's order); all acquire: pair with heist__pool_unhold's release. */
-	if (!atomic_load_explicit(&pool->holds, memory_order_seq_cst))
-		return;
-	while (atomic_load_explicit(&pool->holds, memory_order_acquire))
-		sched_yield();
+	if (atomic_load_explicit(&pool->holds, memory_order_seq_cst))
+		while (atomic_load_explicit(&pool->holds, memory_order_acquire))
+			sched_yield();
+	heist__hold_wait(pool);
 }
 
 HEIST_EXPORT int

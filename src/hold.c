@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* hold.c - one cell per thread that ever entered a pool from outside, on a list that
+ * destroy walks. A cell lives in the thread's TLS and is linked on the thread's first
+ * enter; a thread key's destructor unlinks it before the thread's TLS goes. The list
+ * is changed and walked under one lock, which a fork keeps whole (inherit.c takes it
+ * around fork(), after the registry's, the order in which enter_if_alive takes them). */
+#include "hold.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "internal.h"
+
+__thread struct heist__hold_cell heist__hold_me __attribute__((tls_model("initial-exec")));
+static pthread_mutex_t cells_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct heist__hold_cell *cells;
+static pthread_key_t cell_key;
+static bool cell_key_made;
+static pthread_once_t cell_once = PTHREAD_ONCE_INIT;
+
+static void
+unlink_cell(void *p)
+{
+	struct heist__hold_cell *c = p;
+	pthread_mutex_lock(&cells_lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		cells = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&cells_lock);
+	c->linked = false;
+	c->gone = true;	/* a later enter (another key's destructor) uses the count */
+}
+
+void heist__hold_lock_all(void) { pthread_mutex_lock(&cells_lock); }
+void heist__hold_unlock_all(void) { pthread_mutex_unlock(&cells_lock); }
+
+static void
+make_key(void)
+{
+	cell_key_made = pthread_key_create(&cell_key, unlink_cell) == 0;
+}
+
+bool
+heist__hold_link(void)
+{
+	struct heist__hold_cell *c = &heist__hold_me;
+	if (c->gone)
+		return false;
+	pthread_once(&cell_once, make_key);
+	if (!cell_key_made || pthread_setspecific(cell_key, c))
+		return false;
+	pthread_mutex_lock(&cells_lock);
+	c->prev = NULL;
+	c->next = cells;
+	if (cells)
+		cells->prev = c;
+	cells = c;
+	pthread_mutex_unlock(&cells_lock);
+	c->linked = true;
+	return true;
+}
+
+/* Whether some cell names pool; under cells_lock. */
+static bool
+named(const struct heist_pool *pool)
+{
+	for (struct heist__hold_cell *c = cells; c; c = c->next)
+		/* acquire: pairs with the release stores of enter and leave. */
+		if (atomic_load_explicit(&c->pool, memory_order_acquire) == pool)
+			return true;
+	return false;
+}
+
+void
+heist__hold_wait(const struct heist_pool *pool)
+{
+	pthread_mutex_lock(&cells_lock);
+	while (named(pool)) {
+		/* A hold lasts a push and a wake: a few instructions, unless its thread
+		 * was preempted. It needs no lock to end. */
+		pthread_mutex_unlock(&cells_lock);
+		sched_yield();
+		pthread_mutex_lock(&cells_lock);
+	}
+	pthread_mutex_unlock(&cells_lock);
+}
