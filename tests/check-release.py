@@ -7,7 +7,8 @@ Usage: check-release.py SOURCE_ROOT
 The version lives in meson.build's project() alone; CMakeLists.txt reads it from
 there. What cannot read it must repeat it: the newest entry of CHANGELOG.md (dated
 "(YYYY-MM-DD)", or "(unreleased)" while it is being written) and debian/changelog's
-newest entry. Fails naming each one that differs."""
+newest entry (as VERSION-N, a Debian revision, with source format 3.0 (quilt)). Fails
+naming each one that differs."""
 import os
 import re
 import sys
@@ -32,10 +33,14 @@ def main():
         problems.append("CHANGELOG.md: no '## VERSION (YYYY-MM-DD)' entry")
     elif m.group(1) != version:
         problems.append(f"CHANGELOG.md's newest entry is {m.group(1)}, not {version}")
+    # Debian's version is upstream's with a Debian revision: 0.2.0-1 (3.0 (quilt)).
     deb = read(root, "debian/changelog").splitlines()[0]
-    m = re.match(r"heist \(([^)]+)\) ", deb)
+    m = re.match(r"heist \(([^)-]+)-([0-9]+)\) ", deb)
     if not m or m.group(1) != version:
-        problems.append(f"debian/changelog's newest entry is '{deb}', not heist ({version})")
+        problems.append(f"debian/changelog's newest entry is '{deb}', not heist ({version}-N)")
+    fmt = read(root, "debian/source/format").strip()
+    if fmt != "3.0 (quilt)":
+        problems.append(f"debian/source/format is '{fmt}', not '3.0 (quilt)'")
     if "'([0-9]+)" not in read(root, "CMakeLists.txt") or \
             "meson.build" not in read(root, "CMakeLists.txt"):
         problems.append("CMakeLists.txt does not read its version from meson.build")
