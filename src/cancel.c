@@ -13,11 +13,11 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "futex.h"
+#include "platform/platform.h"
 #include "future.h"
 #include "internal.h"
 
-__thread struct heist_future *heist__current_job __attribute__((tls_model("initial-exec")));
+HEIST__TLS struct heist_future *heist__current_job;
 
 HEIST_EXPORT int
 heist_cancel_create(heist_cancel **out)

@@ -66,8 +66,7 @@ bool heist__job_cancel_queued(struct heist_future *j);
 void heist__job_cancel_taken(struct heist_future *j);
 
 /* The job this thread is running, for heist_cancelled. initial-exec, as heist__self_v2. */
-extern __thread struct heist_future *heist__current_job
-	__attribute__((tls_model("initial-exec")));
+extern HEIST__TLS struct heist_future *heist__current_job;
 
 /* Make j the job heist_cancelled() answers for on this thread (NULL: none) and
  * return the previous one, to restore. A worker clears it around a spawned task it

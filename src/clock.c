@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* clock.c - the clocks of clock.h: monotonic nanoseconds, and the calibration of the
  * profiler's counter (its rate from CPUID leaf 0x15 or cntfrq_el0, else measured
- * against CLOCK_MONOTONIC_RAW; the clock_gettime fallback where the counter is not
- * invariant). The profiler's buffers and reports are in profile.c. */
+ * against platform.h's raw monotonic clock; the monotonic clock itself where the
+ * counter is not invariant). The profiler's buffers and reports are in profile.c. */
 #include "clock.h"
 
-#include <pthread.h>
-#include <time.h>
+#include "platform/platform.h"
 
 enum { CALIBRATE_NS = 20000000 };
 
@@ -14,30 +13,22 @@ bool heist__tsc_fallback;
 bool heist__tsc_rdtscp;
 
 static struct heist_profile_clock the_clock;
-static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
-
-static uint64_t
-read_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static heist__once_flag clock_once = HEIST__ONCE_INIT;
 
 uint64_t
 heist__now_ns(void)
 {
-	return read_ns(CLOCK_MONOTONIC);
+	return heist__clock_ns();
 }
 
-/* Counter ticks per ns, measured against CLOCK_MONOTONIC_RAW over CALIBRATE_NS. */
+/* Counter ticks per ns, measured against the raw monotonic clock over CALIBRATE_NS. */
 static double
 measure(void)
 {
-	uint64_t t0 = read_ns(CLOCK_MONOTONIC_RAW), c0 = heist__tsc();
+	uint64_t t0 = heist__clock_raw_ns(), c0 = heist__tsc();
 	uint64_t t1;
 	do
-		t1 = read_ns(CLOCK_MONOTONIC_RAW);
+		t1 = heist__clock_raw_ns();
 	while (t1 - t0 < CALIBRATE_NS);
 	uint64_t c1 = heist__tsc();
 	return (double)(c1 - c0) / (double)(t1 - t0);
@@ -107,7 +98,7 @@ calibrate_once(void)
 void
 heist__clock_calibrate(void)
 {
-	pthread_once(&clock_once, calibrate_once);
+	heist__once(&clock_once, calibrate_once);
 }
 
 const struct heist_profile_clock *

@@ -34,7 +34,7 @@ heist__deadline_after(uint64_t timeout_ns)
 }
 
 /* true once calibration found no usable hardware counter. Written once, before any
- * pool profiles (pthread_once in clock.c orders it), then only read. */
+ * pool profiles (heist__once in clock.c orders it), then only read. */
 extern bool heist__tsc_fallback;
 /* x86: the CPU has rdtscp (CPUID 0x80000001 EDX bit 27). Set with the above. */
 extern bool heist__tsc_rdtscp;

@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
-#include <strings.h>
 
 #include "probe.h"
 
@@ -82,17 +82,27 @@ apply_threads(struct heist_config *cfg)
 			"a number of workers from 1 to " STR(HEIST_MAX_THREADS));
 }
 
+/* Whether a equals b, ignoring ASCII case (POSIX's strcasecmp, which C lacks). */
+static bool
+same_word(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++)
+		if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+			return false;
+	return *a == *b;
+}
+
 static void
 apply_pin(struct heist_config *cfg)
 {
 	const char *v = getenv("HEIST_PIN");
 	if (!v || cfg->pin != HEIST_PIN_NONE)
 		return;
-	if (!strcasecmp(v, "core"))
+	if (same_word(v, "core"))
 		cfg->pin = HEIST_PIN_CORE;
-	else if (!strcasecmp(v, "pu"))
+	else if (same_word(v, "pu"))
 		cfg->pin = HEIST_PIN_PU;
-	else if (strcasecmp(v, "none"))
+	else if (!same_word(v, "none"))
 		ignored("HEIST_PIN", v, "none, core or pu");
 }
 
@@ -103,7 +113,7 @@ apply_spares(struct heist_config *cfg)
 	if (!v || cfg->max_spares)
 		return;
 	unsigned n;
-	if (!strcasecmp(v, "none"))
+	if (same_word(v, "none"))
 		cfg->max_spares = HEIST_SPARES_NONE;
 	else if (parse_count(v, 0, HEIST_MAX_THREADS, &n))
 		cfg->max_spares = n ? n : HEIST_SPARES_NONE;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cancel.h"
-#include "futex.h"
+#include "platform/platform.h"
 #include "internal.h"
 #include "inherit.h"
 #include "pool.h"
@@ -19,8 +19,7 @@
 #include "wait.h"
 #include "worker.h"
 
-__thread const struct heist__job_frame *heist__job_frames
-	__attribute__((tls_model("initial-exec")));
+HEIST__TLS const struct heist__job_frame *heist__job_frames;
 
 struct heist_future *
 heist__job_new(heist_fn fn, void *arg, bool with_future)

@@ -12,6 +12,7 @@
 
 #include "record.h"
 #include "task.h"
+#include "platform/platform.h"
 
 enum { JOB_INLINE_COPY = 48 };	/* heist_submit_copy arguments up to this size */
 
@@ -117,8 +118,7 @@ struct heist__job_frame {
 
 /* The innermost job running on this thread, or NULL. initial-exec, as
  * heist__current_job. Owner thread only. */
-extern __thread const struct heist__job_frame *heist__job_frames
-	__attribute__((tls_model("initial-exec")));
+extern HEIST__TLS const struct heist__job_frame *heist__job_frames;
 
 /* A queued job with refs = 1 (the pool's) + 1 if with_future. NULL: out of memory. */
 struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);

@@ -17,12 +17,11 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 
 #include "cancel.h"
-#include "futex.h"
+#include "platform/platform.h"
 #include "future.h"
 #include "pool.h"
 #include "submit.h"
@@ -339,7 +338,7 @@ heist_group_destroy(heist_group *g)
 	/* The last count outs may still be on their way out of g (a wake): a few
 	 * instructions, unless their thread was preempted; yielding lets it run. */
 	while (!all_left(g))
-		sched_yield();
+		heist__thread_yield();
 	heist_cancel_release(g->token);
 	free(g);
 }

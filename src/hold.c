@@ -6,43 +6,41 @@
  * around fork(), after the registry's, the order in which enter_if_alive takes them). */
 #include "hold.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
 #include "internal.h"
 
-__thread struct heist__hold_cell heist__hold_me __attribute__((tls_model("initial-exec")));
-static pthread_mutex_t cells_lock = PTHREAD_MUTEX_INITIALIZER;
+HEIST__TLS struct heist__hold_cell heist__hold_me;
+static heist__mutex cells_lock = HEIST__MUTEX_INIT;
 static struct heist__hold_cell *cells;
-static pthread_key_t cell_key;
+static heist__key cell_key;
 static bool cell_key_made;
-static pthread_once_t cell_once = PTHREAD_ONCE_INIT;
+static heist__once_flag cell_once = HEIST__ONCE_INIT;
 
 static void
 unlink_cell(void *p)
 {
 	struct heist__hold_cell *c = p;
-	pthread_mutex_lock(&cells_lock);
+	heist__mutex_lock(&cells_lock);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
 		cells = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	pthread_mutex_unlock(&cells_lock);
+	heist__mutex_unlock(&cells_lock);
 	c->linked = false;
 	c->gone = true;	/* a later enter (another key's destructor) uses the count */
 }
 
-void heist__hold_lock_all(void) { pthread_mutex_lock(&cells_lock); }
-void heist__hold_unlock_all(void) { pthread_mutex_unlock(&cells_lock); }
+void heist__hold_lock_all(void) { heist__mutex_lock(&cells_lock); }
+void heist__hold_unlock_all(void) { heist__mutex_unlock(&cells_lock); }
 
 static void
 make_key(void)
 {
-	cell_key_made = pthread_key_create(&cell_key, unlink_cell) == 0;
+	cell_key_made = heist__key_create(&cell_key, unlink_cell) == 0;
 }
 
 bool
@@ -51,16 +49,16 @@ heist__hold_link(void)
 	struct heist__hold_cell *c = &heist__hold_me;
 	if (c->gone)
 		return false;
-	pthread_once(&cell_once, make_key);
-	if (!cell_key_made || pthread_setspecific(cell_key, c))
+	heist__once(&cell_once, make_key);
+	if (!cell_key_made || heist__key_set(cell_key, c))
 		return false;
-	pthread_mutex_lock(&cells_lock);
+	heist__mutex_lock(&cells_lock);
 	c->prev = NULL;
 	c->next = cells;
 	if (cells)
 		cells->prev = c;
 	cells = c;
-	pthread_mutex_unlock(&cells_lock);
+	heist__mutex_unlock(&cells_lock);
 	c->linked = true;
 	return true;
 }
@@ -79,13 +77,13 @@ named(const struct heist_pool *pool)
 void
 heist__hold_wait(const struct heist_pool *pool)
 {
-	pthread_mutex_lock(&cells_lock);
+	heist__mutex_lock(&cells_lock);
 	while (named(pool)) {
 		/* A hold lasts a push and a wake: a few instructions, unless its thread
 		 * was preempted. It needs no lock to end. */
-		pthread_mutex_unlock(&cells_lock);
-		sched_yield();
-		pthread_mutex_lock(&cells_lock);
+		heist__mutex_unlock(&cells_lock);
+		heist__thread_yield();
+		heist__mutex_lock(&cells_lock);
 	}
-	pthread_mutex_unlock(&cells_lock);
+	heist__mutex_unlock(&cells_lock);
 }

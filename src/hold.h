@@ -23,8 +23,7 @@ struct heist__hold_cell {
 };
 
 /* This thread's cell. initial-exec: one %fs-relative access, as heist__self_v2. */
-extern __thread struct heist__hold_cell heist__hold_me
-	__attribute__((tls_model("initial-exec")));
+extern HEIST__TLS struct heist__hold_cell heist__hold_me;
 
 /* This thread's first enter: link its cell; false if it cannot be (no thread key). */
 bool heist__hold_link(void);

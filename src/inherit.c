@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* inherit.c - fork(): the handlers that keep heist usable in a child process, and the
  * check that a task forked inside does not return there (inherit.h has the rule).
- * POSIX's pthread_atfork; the generation count lets every pool tell, with one load,
- * whether it was made before the last fork, without any list of pools to walk. */
+ * The handlers are platform.h's (pthread_atfork; none on Windows, which has no fork);
+ * the generation count lets every pool tell, with one load, whether it was made
+ * before the last fork, without any list of pools to walk. */
 #include "inherit.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,11 +13,11 @@
 #include "worker.h"
 
 _Atomic unsigned heist__fork_gen;
-__thread bool heist__forked_inside __attribute__((tls_model("initial-exec")));
+HEIST__TLS bool heist__forked_inside;
 
 static void (*registry_lock)(void);
 static void (*registry_unlock)(void);
-static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
+static heist__once_flag handlers_once = HEIST__ONCE_INIT;
 
 /* The registry's lock, then the hold cells' (the order of heist__pool_enter_if_alive,
  * which links a cell under the registry's lock). */
@@ -56,7 +56,7 @@ register_handlers(void)
 {
 	/* On failure (ENOMEM) a child would find its pools' generation unchanged and
 	 * hang in its waits; nothing better can be done without the handlers. */
-	(void)pthread_atfork(prepare, parent, child);
+	(void)heist__fork_handlers(prepare, parent, child);
 }
 
 void
@@ -64,7 +64,7 @@ heist__inherit_init(void (*lock)(void), void (*unlock)(void))
 {
 	registry_lock = lock;
 	registry_unlock = unlock;
-	pthread_once(&handlers_once, register_handlers);
+	heist__once(&handlers_once, register_handlers);
 }
 
 void

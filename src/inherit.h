@@ -15,13 +15,15 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "platform/platform.h"
+
 /* The number of forks this process descends from since heist was first used: a pool
  * made in generation g is inherited once the generation is past g. Written only in a
  * child's fork handler, where that is the process's only thread; relaxed. */
 extern _Atomic unsigned heist__fork_gen;
 
 /* This thread called fork() inside a task or a body that it is still running. */
-extern __thread bool heist__forked_inside __attribute__((tls_model("initial-exec")));
+extern HEIST__TLS bool heist__forked_inside;
 
 static inline unsigned
 heist__generation(void)

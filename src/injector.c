@@ -10,7 +10,7 @@
 
 #include <limits.h>
 
-#include "futex.h"
+#include "platform/platform.h"
 
 void
 heist__injector_init(struct injector *q, size_t limit)

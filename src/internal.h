@@ -6,12 +6,12 @@
 #define HEIST_INTERNAL_H
 
 #include <errno.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "heist/heist.h"
+#include "platform/platform.h"
 
 /* 128, not 64: x86's adjacent-line prefetcher pulls cache lines in pairs, so two
  * hot fields 64 bytes apart still slow each other down. */
@@ -69,7 +69,7 @@ heist__backoff_long(unsigned round, unsigned patience)
 	if (round < patience)
 		heist__backoff(round);
 	else
-		sched_yield();
+		heist__thread_yield();
 }
 
 /* malloc and its kin, keeping errno. A failed allocation sets errno to ENOMEM, and

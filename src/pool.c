@@ -7,13 +7,12 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "env.h"
-#include "futex.h"
+#include "platform/platform.h"
 #include "future.h"
 #include "probe.h"
 #include "report.h"
@@ -39,7 +38,7 @@ enum {
  * freed, live or being destroyed: a destroy waits, after its drain, until no thread of
  * any of them walks through its threads (wait.c), and it reads their threads' guards
  * under this lock, which keeps them from being freed meanwhile. */
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static heist__mutex registry_lock = HEIST__MUTEX_INIT;
 static struct heist_pool *registry;
 static struct heist_pool *all_pools;
 
@@ -48,13 +47,13 @@ static struct heist_pool *all_pools;
 static void
 report_at_exit(void)
 {
-	pthread_mutex_lock(&registry_lock);
+	heist__mutex_lock(&registry_lock);
 	for (struct heist_pool *p = registry; p; p = p->next_live)
 		heist__report_write(p->report, p, "exit");
-	pthread_mutex_unlock(&registry_lock);
+	heist__mutex_unlock(&registry_lock);
 }
 
-static pthread_once_t report_at_exit_once = PTHREAD_ONCE_INIT;
+static heist__once_flag report_at_exit_once = HEIST__ONCE_INIT;
 
 static void
 register_report_at_exit(void)
@@ -62,22 +61,22 @@ register_report_at_exit(void)
 	atexit(report_at_exit);
 }
 
-static void lock_registry(void) { pthread_mutex_lock(&registry_lock); }
-static void unlock_registry(void) { pthread_mutex_unlock(&registry_lock); }
+static void lock_registry(void) { heist__mutex_lock(&registry_lock); }
+static void unlock_registry(void) { heist__mutex_unlock(&registry_lock); }
 
 static void
 register_pool(struct heist_pool *pool)
 {
 	if (pool->report)
-		pthread_once(&report_at_exit_once, register_report_at_exit);
+		heist__once(&report_at_exit_once, register_report_at_exit);
 	/* The registry is what a child process needs whole (inherit.h). */
 	heist__inherit_init(lock_registry, unlock_registry);
-	pthread_mutex_lock(&registry_lock);
+	heist__mutex_lock(&registry_lock);
 	pool->next_live = registry;
 	registry = pool;
 	pool->next_all = all_pools;
 	all_pools = pool;
-	pthread_mutex_unlock(&registry_lock);
+	heist__mutex_unlock(&registry_lock);
 }
 
 /* After the drain: wait until no walker of another pool reads this pool's threads,
@@ -88,43 +87,43 @@ register_pool(struct heist_pool *pool)
 static void
 wait_unwalked(struct heist_pool *pool)
 {
-	pthread_mutex_lock(&registry_lock);
+	heist__mutex_lock(&registry_lock);
 	while (heist__wait_walked(pool, all_pools)) {
-		pthread_mutex_unlock(&registry_lock);
-		sched_yield();	/* a walk reads a few words, then lets go */
-		pthread_mutex_lock(&registry_lock);
+		heist__mutex_unlock(&registry_lock);
+		heist__thread_yield();	/* a walk reads a few words, then lets go */
+		heist__mutex_lock(&registry_lock);
 	}
 	struct heist_pool **p = &all_pools;
 	while (*p != pool)
 		p = &(*p)->next_all;
 	*p = pool->next_all;
-	pthread_mutex_unlock(&registry_lock);
+	heist__mutex_unlock(&registry_lock);
 }
 
 /* Take pool off the registry; false if it was not on it. */
 static bool
 unregister_pool(struct heist_pool *pool)
 {
-	pthread_mutex_lock(&registry_lock);
+	heist__mutex_lock(&registry_lock);
 	struct heist_pool **p = &registry;
 	while (*p && *p != pool)
 		p = &(*p)->next_live;
 	bool found = *p != NULL;
 	if (found)
 		*p = pool->next_live;
-	pthread_mutex_unlock(&registry_lock);
+	heist__mutex_unlock(&registry_lock);
 	return found;
 }
 
 bool
 heist__pool_inherited_if_alive(const struct heist_pool *pool)
 {
-	pthread_mutex_lock(&registry_lock);
+	heist__mutex_lock(&registry_lock);
 	const struct heist_pool *p = registry;
 	while (p && p != pool)
 		p = p->next_live;
 	bool inherited = p && heist__pool_inherited(p);
-	pthread_mutex_unlock(&registry_lock);
+	heist__mutex_unlock(&registry_lock);
 	return inherited;
 }
 
@@ -134,12 +133,12 @@ heist__pool_enter_if_alive(struct heist_pool *pool, unsigned *epoch)
 	/* Under the registry's lock destroy cannot begin (it unregisters first), and
 	 * once we have entered, destroy waits for us (submit.c). Only the enter is
 	 * made under the lock: a push may block on a full injector. */
-	pthread_mutex_lock(&registry_lock);
+	heist__mutex_lock(&registry_lock);
 	struct heist_pool *p = registry;
 	while (p && p != pool)
 		p = p->next_live;
 	int err = p ? heist__pool_enter(pool, epoch) : ESHUTDOWN;
-	pthread_mutex_unlock(&registry_lock);
+	heist__mutex_unlock(&registry_lock);
 	return err;
 }
 
@@ -193,7 +192,7 @@ pool_free(struct heist_pool *pool, unsigned inited)
 		free_slot(&pool->workers[i]);
 	heist__spares_fini(&pool->spares);
 	heist__sleep_fini(&pool->sleep);
-	pthread_mutex_destroy(&pool->idle_lock);
+	heist__mutex_destroy(&pool->idle_lock);
 	heist__topology_free(pool->topo);
 	heist__report_free(pool->report);
 	free(pool->hazards);
@@ -210,7 +209,7 @@ teardown(struct heist_pool *pool, unsigned started)
 	atomic_store_explicit(&pool->stop, true, memory_order_seq_cst);
 	heist__sleep_wake_all(&pool->sleep);
 	for (unsigned i = 0; i < started; i++)
-		pthread_join(pool->workers[i].thread, NULL);
+		heist__thread_join(pool->workers[i].thread);
 	heist__spares_join(pool);
 	heist__report_write(pool->report, pool, "destroy");
 	pool_free(pool, heist__pool_slots_used(pool));
@@ -219,16 +218,11 @@ teardown(struct heist_pool *pool, unsigned started)
 static int
 start_workers(struct heist_pool *pool)
 {
-	pthread_attr_t attr;
-	int err = pthread_attr_init(&attr);
-	if (err)
-		return err;
-	err = pthread_attr_setstacksize(&attr, pool->stack_size);
+	int err = 0;
 	unsigned i = 0;
 	for (; !err && i < pool->n; i++)
-		err = pthread_create(&pool->workers[i].thread, &attr, heist__worker_main,
-				     &pool->workers[i]);
-	pthread_attr_destroy(&attr);
+		err = heist__thread_start(&pool->workers[i].thread, pool->stack_size,
+					  heist__worker_main, &pool->workers[i]);
 	if (err) {
 		teardown(pool, i ? i - 1 : 0);
 		return err;
@@ -277,7 +271,7 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	pool->on_start = cfg->on_worker_start;
 	pool->on_stop = cfg->on_worker_stop;
 	pool->hook_ctx = cfg->hook_ctx;
-	if (pthread_mutex_init(&pool->idle_lock, NULL))
+	if (heist__mutex_init(&pool->idle_lock))
 		goto fail_lock;
 	pool->workers = heist__aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * pool->slots_max);
 	pool->hazards = heist__aligned_alloc(CACHE_LINE, sizeof(*pool->hazards) * pool->slots_max);
@@ -303,7 +297,7 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	}
 	return pool;
 fail:
-	pthread_mutex_destroy(&pool->idle_lock);
+	heist__mutex_destroy(&pool->idle_lock);
 fail_lock:
 	free(pool->hazards);
 	free(pool->workers);
@@ -365,7 +359,7 @@ heist_pool_create(heist_pool **out, const struct heist_config *cfg)
 	if (!out)
 		return EINVAL;
 	*out = NULL;
-	/* hwloc, sysconf, pthread_create and the environment's parsing may all set
+	/* hwloc, sysconf, thread creation and the environment's parsing may all set
 	 * errno; heist_pool_create keeps the caller's (heist.h). */
 	int saved = errno;
 	int err = create(out, cfg);

@@ -66,7 +66,7 @@ struct heist_pool {
 	 * half of live; waiters move it on, one at a time, under idle_lock. */
 	_Atomic uint32_t epoch;
 	_Atomic uint32_t idle_drained;	/* the epochs below it are drained */
-	pthread_mutex_t idle_lock;
+	heist__mutex idle_lock;
 
 	/* Read by submitters and workers, written once each by destroy. */
 	CACHE_ALIGNED _Atomic bool shutting;	/* outside submits get ESHUTDOWN */

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "heist/profile.h"
+#include "platform/platform.h"
 
 #ifndef HEIST_PROFILER
 #define HEIST_PROFILER 1
@@ -29,7 +30,7 @@ void heist__profile_free(struct profile *p);
  * now is one to record, with chance 1 / (mask + 1), by heist/inline.h's draws (spawns
  * draw from their worker's state). Each thread draws from its own state; initial-exec,
  * as the other thread-locals. */
-extern __thread uint32_t heist__profile_tick __attribute__((tls_model("initial-exec")));
+extern HEIST__TLS uint32_t heist__profile_tick;
 
 static inline bool
 heist__profile_pick(uint32_t mask)

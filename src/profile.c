@@ -132,7 +132,7 @@ since(uint64_t from, uint64_t to)
 	return to > from ? to - from : 0;
 }
 
-__thread uint32_t heist__profile_tick __attribute__((tls_model("initial-exec")));
+HEIST__TLS uint32_t heist__profile_tick;
 
 void
 heist__profile_record(struct profile *p, unsigned worker, unsigned kind, uint64_t created,

@@ -15,7 +15,6 @@
  * the rest goes at thread exit. Nothing on the alloc and free paths counts for it. */
 #include "record.h"
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -110,10 +109,10 @@ struct held {
 				   (a later key's destructor may free records) */
 };
 
-static __thread struct cache *my_cache __attribute__((tls_model("initial-exec")));
-static __thread struct held my_held __attribute__((tls_model("initial-exec")));
-static pthread_key_t cache_key, held_key;
-static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static HEIST__TLS struct cache *my_cache;
+static HEIST__TLS struct held my_held;
+static heist__key cache_key, held_key;
+static heist__once_flag cache_key_once = HEIST__ONCE_INIT;
 
 static long
 list_length(struct record *r)
@@ -212,16 +211,16 @@ static bool cache_key_made, held_key_made;
 static void
 make_key(void)
 {
-	cache_key_made = pthread_key_create(&cache_key, cache_exit) == 0;
-	held_key_made = pthread_key_create(&held_key, held_exit) == 0;
+	cache_key_made = heist__key_create(&cache_key, cache_exit) == 0;
+	held_key_made = heist__key_create(&held_key, held_exit) == 0;
 }
 
 /* Set this thread's held_key, so that what it holds goes home at its exit. */
 static noinline bool
 start_holding(struct held *h)
 {
-	pthread_once(&cache_key_once, make_key);
-	h->keyed = held_key_made && pthread_setspecific(held_key, h) == 0;
+	heist__once(&cache_key_once, make_key);
+	h->keyed = held_key_made && heist__key_set(held_key, h) == 0;
 	return h->keyed;
 }
 
@@ -241,7 +240,7 @@ cache_get(void)
 	struct cache *c = my_cache;
 	if (c)
 		return c;
-	pthread_once(&cache_key_once, make_key);
+	heist__once(&cache_key_once, make_key);
 	if (!cache_key_made)
 		return NULL;
 	c = heist__calloc(1, sizeof(*c));
@@ -249,7 +248,7 @@ cache_get(void)
 		return NULL;
 	atomic_init(&c->remote, NULL);
 	atomic_init(&c->outstanding, 0);
-	if (pthread_setspecific(cache_key, c)) {
+	if (heist__key_set(cache_key, c)) {
 		free(c);
 		return NULL;
 	}

@@ -15,16 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "env.h"
 #include "heist/profile.h"
 #include "heist/version.h"
+#include "platform/platform.h"
 
 struct report {
 	char *profile, *trace;	/* HEIST_PROFILE's and HEIST_TRACE's names, or NULL */
 	unsigned number;	/* among the process's reporting pools, from 1 */
-	pid_t pid;		/* the process that made the pool: only it writes */
+	unsigned long pid;	/* the process that made the pool: only it writes */
 	bool written;
 	char name[16];		/* heist_config.name */
 	unsigned threads, spin;	/* heist_config's, as the program (or env) gave them */
@@ -63,7 +63,7 @@ heist__report_new(struct env_files *files, const struct heist_config *cfg, bool 
 	files->profile = files->trace = NULL;
 	/* relaxed: a count that only names files; nothing is published with it. */
 	r->number = atomic_fetch_add_explicit(&reporting_pools, 1, memory_order_relaxed) + 1;
-	r->pid = getpid();
+	r->pid = heist__process_id();
 	snprintf(r->name, sizeof(r->name), "%s", cfg->name ? cfg->name : "heist");
 	r->threads = cfg->threads;
 	r->spin = cfg->spin;
@@ -89,7 +89,7 @@ heist__report_free(struct report *r)
  * second pool on, ".number" goes before the last extension (out.json, out.2.json,
  * ...), or at the end when there is none. NULL when out of memory. */
 static char *
-file_name(const char *tmpl, unsigned number, pid_t pid)
+file_name(const char *tmpl, unsigned number, unsigned long pid)
 {
 	size_t cap = strlen(tmpl) * 8 + 32, n = 0;	/* a pid is 10 digits at most */
 	char *out = malloc(cap);
@@ -97,7 +97,7 @@ file_name(const char *tmpl, unsigned number, pid_t pid)
 		return NULL;
 	for (const char *c = tmpl; *c; c++) {
 		if (c[0] == '%' && c[1] == 'p') {
-			n += (size_t)snprintf(out + n, cap - n, "%ld", (long)pid);
+			n += (size_t)snprintf(out + n, cap - n, "%lu", pid);
 			c++;
 		} else {
 			if (c[0] == '%' && c[1] == '%')
@@ -331,17 +331,14 @@ json_stats(FILE *f, heist_pool *pool)
 	return 0;
 }
 
-/* The program's name, for the report's title: the kernel's (15 characters). */
+/* The program's name, for the report's title: the system's (on Linux the kernel's,
+ * 15 characters; platform.h), or "program" where it has none. */
 static void
 program_name(char *buf, size_t size)
 {
-	snprintf(buf, size, "program");
-	FILE *f = fopen("/proc/self/comm", "r");
-	if (!f)
-		return;
-	if (fgets(buf, (int)size, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
+	heist__program_name(buf, size);
+	if (!buf[0])
+		snprintf(buf, size, "program");
 }
 
 static int
@@ -356,7 +353,7 @@ write_json(FILE *f, const struct report *r, heist_pool *pool, const char *when)
 	fprintf(f, "{\n  \"tool\": \"libheist\", \"version\": \"%s\",\n", HEIST_VERSION);
 	fprintf(f, "  \"workload\": \"program\", \"program\": ");
 	json_string(f, program);
-	fprintf(f, ", \"pid\": %ld, \"pool\": %u, \"pool_name\": ", (long)r->pid, r->number);
+	fprintf(f, ", \"pid\": %lu, \"pool\": %u, \"pool_name\": ", r->pid, r->number);
 	json_string(f, r->name);
 	fprintf(f, ", \"written_at\": \"%s\",\n", when);
 	fprintf(f, "  \"parameters\": {\"threads\": %u, \"workers\": %u, \"pin\": \"%s\", "
@@ -520,7 +517,7 @@ write_file(const char *var, const char *tmpl, const struct report *r, heist_pool
 	char *tmp = path ? malloc(strlen(path) + 32) : NULL;
 	int err = ENOMEM;
 	if (tmp) {
-		sprintf(tmp, "%s.tmp%ld", path, (long)r->pid);
+		sprintf(tmp, "%s.tmp%lu", path, r->pid);
 		FILE *f = fopen(tmp, "w");
 		if (!f) {
 			err = errno;
@@ -530,10 +527,11 @@ write_file(const char *var, const char *tmpl, const struct report *r, heist_pool
 				err = EIO;
 			if (fclose(f) && !err)
 				err = errno;
-			if (!err && rename(tmp, path))
+			/* Windows' rename will not replace a file: remove it, and try again. */
+			if (!err && rename(tmp, path) && (remove(path), rename(tmp, path)))
 				err = errno;
 			if (err)
-				unlink(tmp);
+				remove(tmp);
 		}
 	}
 	if (err) {
@@ -550,7 +548,7 @@ write_file(const char *var, const char *tmpl, const struct report *r, heist_pool
 void
 heist__report_write(struct report *r, heist_pool *pool, const char *when)
 {
-	if (!r || r->written || r->pid != getpid())
+	if (!r || r->written || r->pid != heist__process_id())
 		return;
 	int saved = errno;
 	r->written = true;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
-#include "futex.h"
+#include "platform/platform.h"
 
 enum { AWAKE = 0, SLEEPING = 1 };
 #define ONE_SEARCHER ((uint64_t)1 << 32)
@@ -27,7 +27,7 @@ heist__sleep_init(struct sleep *s, unsigned n)
 		free(s->sleepers);
 		return ENOMEM;
 	}
-	int err = pthread_mutex_init(&s->lock, NULL);
+	int err = heist__mutex_init(&s->lock);
 	if (err) {
 		free(s->idle);
 		free(s->sleepers);
@@ -50,7 +50,7 @@ heist__sleep_init(struct sleep *s, unsigned n)
 void
 heist__sleep_fini(struct sleep *s)
 {
-	pthread_mutex_destroy(&s->lock);
+	heist__mutex_destroy(&s->lock);
 	free(s->idle);
 	free(s->sleepers);
 }
@@ -93,7 +93,7 @@ give_place(struct sleep *s, unsigned i)
 void
 heist__sleep_prepare(struct sleep *s, unsigned i)
 {
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	/* A worker sleeps once at a time, and only after searching. */
 	assert(atomic_load_explicit(&s->sleepers[i].word, memory_order_relaxed) == AWAKE);
 	assert((atomic_load_explicit(&s->state, memory_order_relaxed) >> 32) > 0);
@@ -107,14 +107,14 @@ heist__sleep_prepare(struct sleep *s, unsigned i)
 	/* seq_cst: step (1) of sleep.h; the fence is step (2)'s, before the caller's
 	 * last look at the queues. */
 	atomic_fetch_add_explicit(&s->state, change, memory_order_seq_cst);
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
 bool
 heist__sleep_cancel(struct sleep *s, unsigned i)
 {
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	if (s->lent == (int)i && s->given) {
 		/* We gave the place in prepare and saw work: take it back, owed
 		 * again; we are a searcher. */
@@ -124,13 +124,13 @@ heist__sleep_cancel(struct sleep *s, unsigned i)
 		atomic_store_explicit(&s->lent_out, false, memory_order_relaxed);
 		atomic_store_explicit(&s->sleepers[i].word, AWAKE, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
-		pthread_mutex_unlock(&s->lock);
+		heist__mutex_unlock(&s->lock);
 		return true;
 	}
 	if (s->lent == (int)i) {
 		/* The guest took our place from the idle stack: we sleep until it
 		 * gives it back, and the work we saw is its to share, or the others'. */
-		pthread_mutex_unlock(&s->lock);
+		heist__mutex_unlock(&s->lock);
 		return false;
 	}
 	/* relaxed under the lock: wakers change the word only while holding it. */
@@ -146,14 +146,14 @@ heist__sleep_cancel(struct sleep *s, unsigned i)
 					  memory_order_seq_cst);
 	}
 	/* else a waker already took us off the stack and counted us as a searcher. */
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	return true;
 }
 
 bool
 heist__sleep_lend(struct sleep *s)
 {
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	assert(s->lent < 0 && !s->owed);
 	bool ok = s->nidle != 0;
 	if (ok) {
@@ -165,14 +165,14 @@ heist__sleep_lend(struct sleep *s)
 	} else {
 		s->owed = true;
 	}
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	return ok;
 }
 
 void
 heist__sleep_return(struct sleep *s)
 {
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	s->owed = false;	/* never given */
 	if (s->lent >= 0) {
 		s->idle[s->nidle++] = (unsigned)s->lent;
@@ -183,7 +183,7 @@ heist__sleep_return(struct sleep *s)
 		 * for work (a seq_cst fence, then the queues) is its step (2). */
 		atomic_fetch_add_explicit(&s->state, ONE_SLEEPER, memory_order_seq_cst);
 	}
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 }
 
 uint64_t
@@ -214,11 +214,11 @@ pop_sleeper(struct sleep *s)
 void
 heist__sleep_notify_slow(struct sleep *s)
 {
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	/* Look again under the lock: another notifier may have woken someone. */
 	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
 	int j = (st >> 32) == 0 ? pop_sleeper(s) : -1;
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	if (j >= 0)
 		heist__futex_wake(&s->sleepers[j].word, 1);
 }
@@ -246,12 +246,12 @@ recall_lent(struct sleep *s)
 void
 heist__sleep_notify_job_slow(struct sleep *s)
 {
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
 	int j = -1;
 	if ((st >> 32) == 0 && (j = pop_sleeper(s)) < 0)
 		j = recall_lent(s);
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	if (j >= 0)
 		heist__futex_wake(&s->sleepers[j].word, 1);
 }
@@ -261,9 +261,9 @@ void
 heist__sleep_wake_all(struct sleep *s)
 {
 	for (;;) {
-		pthread_mutex_lock(&s->lock);
+		heist__mutex_lock(&s->lock);
 		int j = pop_sleeper(s);
-		pthread_mutex_unlock(&s->lock);
+		heist__mutex_unlock(&s->lock);
 		if (j < 0)
 			return;
 		heist__futex_wake(&s->sleepers[j].word, 1);

@@ -16,7 +16,6 @@
 #ifndef HEIST_SLEEP_H
 #define HEIST_SLEEP_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,7 +36,7 @@ struct sleep {
 	 * that makes work available; written when workers start or stop searching. */
 	CACHE_ALIGNED _Atomic uint64_t state;
 
-	CACHE_ALIGNED pthread_mutex_t lock;	/* guards idle[], nidle, lent, owed's writes */
+	CACHE_ALIGNED heist__mutex lock;	/* guards idle[], nidle, lent, owed's writes */
 	unsigned *idle;				/* indices of sleeping workers */
 	unsigned nidle;
 	int lent;				/* the sleeper whose place the guest holds

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
-#include "futex.h"
+#include "platform/platform.h"
 #include "pool.h"
 #include "worker.h"
 
@@ -47,7 +47,7 @@ heist__spares_init(struct spares *s, unsigned max, const char *name)
 		return ENOMEM;
 	for (unsigned k = 0; k < max; k++)
 		atomic_init(&s->slot[k].word, SPARE_WAITING);
-	int err = pthread_mutex_init(&s->lock, NULL);
+	int err = heist__mutex_init(&s->lock);
 	if (err)
 		free(s->slot);
 	return err;
@@ -56,7 +56,7 @@ heist__spares_init(struct spares *s, unsigned max, const char *name)
 void
 heist__spares_fini(struct spares *s)
 {
-	pthread_mutex_destroy(&s->lock);
+	heist__mutex_destroy(&s->lock);
 	free(s->slot);
 }
 
@@ -105,7 +105,7 @@ wait_for_call(struct spares *s, unsigned k)
 			break;
 		heist__futex_wait(&s->slot[k].word, SPARE_WAITING, deadline - now);
 	}
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	bool called = s->slot[k].state == SPARE_RUNNING;
 	if (!called) {
 		/* Timed out (or stopping) before anyone called: leave the idle list. */
@@ -113,11 +113,11 @@ wait_for_call(struct spares *s, unsigned k)
 		s->slot[k].state = SPARE_EXITED;
 		s->alive--;
 	}
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	return called;
 }
 
-static void *
+static void
 spare_main(void *arg)
 {
 	struct worker *w = arg;
@@ -129,13 +129,13 @@ spare_main(void *arg)
 	int slen = snprintf(suffix, sizeof(suffix), "-s%u", k);
 	snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1) - slen, pool->name,
 		 suffix);
-	pthread_setname_np(pthread_self(), name);
+	heist__thread_name(name);
 	heist__set_current(w);
 	heist__worker_hook(w, true);
 	for (;;) {
 		w->stand_in_owed = true;	/* called: look for work at least once */
 		heist__worker_loop(w);	/* until the pool stops, or has no need of us */
-		pthread_mutex_lock(&s->lock);
+		heist__mutex_lock(&s->lock);
 		/* relaxed: stop is set before the sleepers are woken (pool.c). */
 		bool stop = atomic_load_explicit(&pool->stop, memory_order_relaxed);
 		if (stop) {
@@ -145,13 +145,12 @@ spare_main(void *arg)
 		} else {
 			retire(s, k);
 		}
-		pthread_mutex_unlock(&s->lock);
+		heist__mutex_unlock(&s->lock);
 		if (stop || !wait_for_call(s, k))
 			break;
 	}
 	heist__worker_hook(w, false);
 	heist__set_current(NULL);
-	return NULL;
 }
 
 /* A spare to start, chosen under the lock and started after it: creating or joining a
@@ -159,7 +158,7 @@ spare_main(void *arg)
 struct launch {
 	int k;			/* the slot, or -1: nothing to start */
 	bool join_old;		/* a thread exited there and is not joined yet */
-	pthread_t old;
+	heist__thread old;
 };
 
 /* Under the lock: reserve slot k (FREE or EXITED) for a new spare thread. */
@@ -195,19 +194,11 @@ launch(struct heist_pool *pool, struct launch l)
 	struct spares *s = &pool->spares;
 	struct spare *sp = &s->slot[l.k];
 	if (l.join_old)
-		pthread_join(l.old, NULL);	/* it set EXITED just before it returned */
-	pthread_attr_t attr;
-	int saved = errno;	/* the waiter's, whom pthread_create must not change */
-	int err = pthread_attr_init(&attr);
-	if (!err) {
-		err = pthread_attr_setstacksize(&attr, pool->stack_size);
-		if (!err)
-			err = pthread_create(&sp->thread, &attr, spare_main,
-					     spare_worker(pool, (unsigned)l.k));
-		pthread_attr_destroy(&attr);
-	}
-	errno = saved;
-	pthread_mutex_lock(&s->lock);
+		heist__thread_join(l.old);	/* it set EXITED just before it returned */
+	/* keeps the waiter's errno (platform.h) */
+	int err = heist__thread_start(&sp->thread, pool->stack_size, spare_main,
+				      spare_worker(pool, (unsigned)l.k));
+	heist__mutex_lock(&s->lock);
 	if (err) {
 		atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);
 		s->alive--;
@@ -217,7 +208,7 @@ launch(struct heist_pool *pool, struct launch l)
 		sp->joinable = true;	/* read under the lock by the next reserve */
 	}
 	sp->launching = false;	/* the slot may be reused once its thread exits */
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 }
 
 /* Under the lock: a stand-in was needed and every spare is in use. Counted, and said
@@ -300,7 +291,7 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 {
 	struct spares *s = &pool->spares;
 	struct launch l = {.k = -1};
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	if (progress != s->progress) {	/* progress: everyone looks again, and */
 		s->progress = progress;	/* compensation's count starts over */
 		s->quiet = 0;
@@ -340,7 +331,7 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 		}
 		next_round(s);
 	}
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	launch_if(pool, l);
 }
 
@@ -355,10 +346,10 @@ heist__spare_call(struct heist_pool *pool)
 	if (!heist__spare_short(s))
 		return;
 	struct launch l = {.k = -1};
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	if (!s->stopping && heist__spare_short(s))
 		l = call_one(pool);
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	launch_if(pool, l);
 }
 
@@ -366,18 +357,18 @@ void
 heist__spares_join(struct heist_pool *pool)
 {
 	struct spares *s = &pool->spares;
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	s->stopping = true;
 	for (int k = s->idle; k >= 0; k = s->slot[k].next_idle) {
 		/* release: as in call_one; the spare finds itself not called and exits. */
 		atomic_store_explicit(&s->slot[k].word, SPARE_CALLED, memory_order_release);
 		heist__futex_wake(&s->slot[k].word, 1);
 	}
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 	/* No thread starts a spare any more: the pool has stopped, nothing waits. */
 	for (unsigned k = 0; k < s->max; k++) {
 		if (s->slot[k].joinable) {
-			pthread_join(s->slot[k].thread, NULL);
+			heist__thread_join(s->slot[k].thread);
 			s->slot[k].joinable = false;
 		}
 	}
@@ -388,9 +379,9 @@ heist__spares_count(struct heist_pool *pool, unsigned *alive, uint64_t *started,
 		    uint64_t *exhausted)
 {
 	struct spares *s = &pool->spares;
-	pthread_mutex_lock(&s->lock);
+	heist__mutex_lock(&s->lock);
 	*alive = s->alive;
 	*started = s->started;
 	*exhausted = s->exhausted;
-	pthread_mutex_unlock(&s->lock);
+	heist__mutex_unlock(&s->lock);
 }

@@ -46,7 +46,6 @@
 #ifndef HEIST_SPARE_H
 #define HEIST_SPARE_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -63,7 +62,7 @@ struct spare {
 	bool joinable;			/* a thread was started here and not yet joined */
 	bool launching;			/* reserved; its thread is being created */
 	int next_idle;			/* the idle list's link, under the lock; -1: end */
-	pthread_t thread;
+	heist__thread thread;
 };
 
 struct spares {
@@ -76,7 +75,7 @@ struct spares {
 	 * is ready; seq_cst both ways (heist__spares_slots). */
 	_Atomic unsigned hw;
 
-	pthread_mutex_t lock;
+	heist__mutex lock;
 	/* The stall vote (spare.c): the pool's progress when the round began, the
 	 * round, and how many parked threads have voted in it. Under the lock. */
 	uint64_t progress;

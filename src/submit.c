@@ -73,10 +73,9 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 
 #include "cancel.h"
-#include "futex.h"
+#include "platform/platform.h"
 #include "future.h"
 #include "hold.h"
 #include "pool.h"
@@ -228,7 +227,7 @@ heist__pool_drain(struct heist_pool *pool)
 	 * argument's order); all acquire: pair with heist__pool_unhold's release. */
 	if (atomic_load_explicit(&pool->holds, memory_order_seq_cst))
 		while (atomic_load_explicit(&pool->holds, memory_order_acquire))
-			sched_yield();
+			heist__thread_yield();
 	heist__hold_wait(pool);
 }
 
@@ -242,7 +241,7 @@ heist_pool_wait_idle(heist_pool *pool)
 		return EDEADLK;	/* it would wait for the task that waits */
 	if (heist__pool_inherited(pool))
 		return ESHUTDOWN;	/* nothing would drain it here (inherit.h) */
-	pthread_mutex_lock(&pool->idle_lock);
+	heist__mutex_lock(&pool->idle_lock);
 	/* seq_cst: against a leaver's decrement and its load of idle_waiters (4). */
 	atomic_fetch_add_explicit(&pool->idle_waiters, 1, memory_order_seq_cst);
 	/* relaxed: only waiters change the epoch, and we hold their lock. */
@@ -252,7 +251,7 @@ heist_pool_wait_idle(heist_pool *pool)
 	/* seq_cst: an outside submit that reads the old epoch after this is counted in
 	 * it, and so waited for (enter's seq_cst load). */
 	atomic_store_explicit(&pool->epoch, e + 1, memory_order_seq_cst);
-	pthread_mutex_unlock(&pool->idle_lock);
+	heist__mutex_unlock(&pool->idle_lock);
 	wait_drained(pool, false, e);
 	atomic_fetch_sub_explicit(&pool->idle_waiters, 1, memory_order_relaxed);
 	heist__record_trim();	/* a burst drained: give back its records (record.h) */

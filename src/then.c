@@ -31,7 +31,7 @@
 #include <stdlib.h>
 
 #include "cancel.h"
-#include "futex.h"
+#include "platform/platform.h"
 #include "future.h"
 #include "pool.h"
 #include "submit.h"

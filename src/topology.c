@@ -11,24 +11,21 @@
 #include "topology.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "platform/platform.h"
 
 const char *heist__topology_synthetic;
+
+enum { CPU_LIST_MAX = 1024 };	/* CPUs a pool pins to without hwloc, at most */
 
 static unsigned
 affinity_count(void)
 {
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-		return (unsigned)CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (unsigned)n : 1;
+	return heist__cpu_count();
 }
 
 /* The flat list: every slot (the workers and the guest slot after them), one rank,
@@ -313,20 +310,15 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 		*threads = HEIST_MAX_THREADS;
 	t->n = *threads;
 	make_flat(&t->flat, &t->all, t->n);
-	cpu_set_t set;
-	if (pin != HEIST_PIN_NONE && sched_getaffinity(0, sizeof(set), &set) == 0) {
-		int cpus[CPU_SETSIZE], count = 0;
-		for (unsigned c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &set))
-				cpus[count++] = (int)c;
+	if (pin != HEIST_PIN_NONE) {
+		int cpus[CPU_LIST_MAX];
+		unsigned count = heist__cpu_list(cpus, CPU_LIST_MAX);
 		if (count && !(t->cpu = malloc(sizeof(int) * t->n))) {
 			heist__topology_free(t);
 			return ENOMEM;
 		}
 		for (unsigned i = 0; count && i < t->n; i++)
-			t->cpu[i] = cpus[t->n <= (unsigned)count
-						 ? (size_t)i * (unsigned)count / t->n
-						 : i % (unsigned)count];
+			t->cpu[i] = cpus[t->n <= count ? (size_t)i * count / t->n : i % count];
 	}
 	*out = t;
 	return 0;
@@ -353,10 +345,7 @@ heist__topology_bind(struct topology *t, unsigned i)
 {
 	if (!t || !t->cpu)
 		return 0;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET((unsigned)t->cpu[i], &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	return heist__cpu_pin(t->cpu[i]);
 }
 
 static void

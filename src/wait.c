@@ -40,12 +40,11 @@
  * Any other thread spins briefly, then sleeps on the future's futex. */
 #include "wait.h"
 
-#include <sched.h>
 #include <stdlib.h>
 
 #include "cancel.h"
 #include "clock.h"
-#include "futex.h"
+#include "platform/platform.h"
 #include "future.h"
 #include "group.h"
 #include "pool.h"
@@ -171,7 +170,7 @@ withdraw(struct worker *w)
 		if (i < 64)
 			cpu_relax();
 		else
-			sched_yield();
+			heist__thread_yield();
 }
 
 /* The guard: before a walker reads a thread of another pool p, it names p in its own
@@ -842,7 +841,7 @@ help_until_done(struct worker *w, const struct awaited *a)
 		if (idle < PATIENCE_SPINS) {
 			heist__backoff(idle++);
 		} else if (idle < PATIENCE_SPINS + PATIENCE_YIELDS) {
-			sched_yield();
+			heist__thread_yield();
 			idle++;
 		} else {
 			park(w, a, &p, tip, before, end);
@@ -878,7 +877,7 @@ wait_timed(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 		if (idle < PATIENCE_SPINS) {
 			heist__backoff(idle++);
 		} else if (idle < PATIENCE_SPINS + PATIENCE_YIELDS) {
-			sched_yield();
+			heist__thread_yield();
 			idle++;
 		} else {
 			nap(a, NULL, left);

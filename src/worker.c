@@ -16,7 +16,7 @@
 #include "clock.h"
 #include <stddef.h>
 
-#include "futex.h"
+#include "platform/platform.h"
 #include "future.h"
 #include "pool.h"
 #include "probe.h"
@@ -32,8 +32,17 @@ const struct heist__worker_view heist__nobody = {
 	.split = DQ_RING_SPLIT,
 };
 
-HEIST_EXPORT __thread void *heist__self_v2 __attribute__((tls_model("initial-exec"))) =
-	(void *)&heist__nobody;
+#if HEIST__TLS_EXPORTED
+HEIST_EXPORT HEIST__TLS void *heist__self_v2 = (void *)&heist__nobody;
+#else
+HEIST__TLS void *heist__self_v2 = (void *)&heist__nobody;
+
+HEIST_EXPORT void *
+heist__self_get(void)
+{
+	return heist__self_v2;
+}
+#endif
 
 /* The layout heist/inline.h's fast paths rely on (HEIST__LAYOUT 2). Changing any of
  * these offsets changes the layout: see the rule in that header. */
@@ -467,7 +476,7 @@ heist__worker_hook(struct worker *w, bool start)
 	}
 }
 
-void *
+void
 heist__worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -477,7 +486,7 @@ heist__worker_main(void *arg)
 	int slen = snprintf(suffix, sizeof(suffix), "-%u", w->index);
 	snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1) - slen, pool->name,
 		 suffix);
-	pthread_setname_np(pthread_self(), name);
+	heist__thread_name(name);
 	w->bind_error = heist__topology_bind(pool->topo, w->index);
 	/* release: publishes bind_error to heist_pool_create's acquire load. */
 	if (atomic_fetch_add_explicit(&pool->started, 1, memory_order_release) + 1 == pool->n)
@@ -487,7 +496,6 @@ heist__worker_main(void *arg)
 	heist__worker_loop(w);
 	heist__worker_hook(w, false);
 	heist__set_current(NULL);
-	return NULL;
 }
 
 bool

@@ -5,7 +5,6 @@
 #ifndef HEIST_WORKER_H
 #define HEIST_WORKER_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -54,7 +53,7 @@ struct worker {
 	struct heist__run_from run_from;
 	unsigned stolen_from;		/* the profiler: the victim of our last steal */
 	struct hazard *hazard;		/* our cell in pool->hazards, for our steals */
-	pthread_t thread;
+	heist__thread thread;
 	const struct victims *victims;	/* whom to steal from (topology.h) */
 	int bind_error;			/* written before pool create returns */
 	/* A spare just called to stand in (spare.c): it looks for work at least once
@@ -84,6 +83,9 @@ struct worker {
  * library. initial-exec: one %fs-relative load, not a __tls_get_addr call, even in the
  * shared library. */
 extern const struct heist__worker_view heist__nobody;
+#if !HEIST__TLS_EXPORTED
+extern HEIST__TLS void *heist__self_v2;	/* heist/inline.h calls heist__self_get */
+#endif
 
 /* The worker running on this thread, or NULL. */
 static inline struct worker *
@@ -100,7 +102,7 @@ heist__set_current(struct worker *w)
 	heist__self_v2 = w ? (void *)w : (void *)&heist__nobody;
 }
 
-void *heist__worker_main(void *arg);
+void heist__worker_main(void *arg);
 
 /* Run tasks until the pool stops, or, for a spare, until it is surplus (spare.h). */
 void heist__worker_loop(struct worker *w);

@@ -61,7 +61,8 @@
  * may go on with that task, make pools and run work, but the task must not return there
  * (end the child with exec or _exit): nothing is left to return to, and heist aborts
  * the child with a message if it does; a heist_sync there of a task spawned before the
- * fork aborts the same way. The parent is not affected. POSIX systems (pthread_atfork).
+ * fork aborts the same way. The parent is not affected. POSIX systems (pthread_atfork);
+ * Windows has no fork.
  */
 #ifndef HEIST_HEIST_H
 #define HEIST_HEIST_H
@@ -79,10 +80,37 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
+/* The library's exports. On Windows the DLL exports what its own sources mark
+ * (HEIST_BUILDING: set by heist's meson.build and CMakeLists.txt only); a program needs
+ * no dllimport, since every export is a function, reached through the import library
+ * (DLL) or linked directly (static library): the same headers serve both. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(HEIST_BUILDING)
+#define HEIST_EXPORT __declspec(dllexport)
+#else
+#define HEIST_EXPORT
+#endif
+#elif defined(__GNUC__)
 #define HEIST_EXPORT __attribute__((visibility("default")))
 #else
 #define HEIST_EXPORT
+#endif
+
+/* The error names heist returns exist on every system: where the C library's errno.h
+ * lacks one (ESHUTDOWN in MinGW-w64's and MSVC's), it is defined here with a value no
+ * errno code of those libraries uses (theirs end at 140; strerror knows no name for
+ * it). ECANCELED, ETIMEDOUT and EDEADLK are POSIX's, present in both. */
+#ifndef ESHUTDOWN
+#define ESHUTDOWN 4058	/* not a system value: see above */
+#endif
+#ifndef ECANCELED
+#define ECANCELED 4059
+#endif
+#ifndef ETIMEDOUT
+#define ETIMEDOUT 4060
+#endif
+#ifndef EDEADLK
+#define EDEADLK 4061
 #endif
 
 /**

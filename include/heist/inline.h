@@ -82,7 +82,13 @@ struct heist__worker_view {
  * send both fast paths to the library without a test of their own. initial-exec: one
  * thread-pointer-relative load (the library is linked at start-up, or dlopen'd while
  * static TLS space is left, as glibc keeps some). */
+#if defined(_WIN32) || defined(__CYGWIN__)
+/* Windows: a DLL cannot export a thread-local variable, so the inline code asks the
+ * library for it: one call per fast path (the same call in a static link). */
+HEIST_EXPORT void *heist__self_get(void);
+#else
 extern __thread void *heist__self_v2 __attribute__((tls_model("initial-exec")));
+#endif
 
 /* The worker on this thread, read anew at every call. On x86-64 (ELF) an asm that the
  * compiler may not move or merge: two instructions at each fast path, where a plain
@@ -93,7 +99,9 @@ extern __thread void *heist__self_v2 __attribute__((tls_model("initial-exec")));
 HEIST__FAST struct heist__worker_view *
 heist__self(void)
 {
-#if defined(__x86_64__) && defined(__ELF__)
+#if defined(_WIN32) || defined(__CYGWIN__)
+	return HEIST__STATIC(struct heist__worker_view *, heist__self_get());
+#elif defined(__x86_64__) && defined(__ELF__)
 	void *w;
 	__asm__ __volatile__("movq heist__self_v2@gottpoff(%%rip), %0\n\t"
 			     "movq %%fs:(%0), %0"

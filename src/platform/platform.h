@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* platform.h - everything heist needs from the system, behind one interface: waiting
+ * on a 32-bit word, threads (create, join, name, yield), locks, once-only calls,
+ * thread-exit destructors, fork handlers, CPU count and pinning, clocks, whole pages,
+ * and the process's id and name. Each system implements it in its own folder, and the
+ * build (meson.build, CMakeLists.txt, from src/platform/sources-*.txt) compiles one:
+ *
+ *   linux/  + posix/   Linux: futex waits (FUTEX_WAIT_BITSET), sched_getaffinity,
+ *                      pthread_setname_np, /proc/self/comm
+ *   posix/ alone       any POSIX.1-2008 system (macOS, the BSDs, -Dportable=true on
+ *                      Linux): waits on a hashed table of mutex + condition variable
+ *                      pairs, sysconf's CPU count, no pinning without hwloc, no names
+ *   win/               Windows 8 and later: WaitOnAddress, CreateThread, SRW locks,
+ *                      fiber-local storage destructors, QueryPerformanceCounter
+ *
+ * No file outside src/platform/ includes a system header (CI greps for it); the types
+ * below come from the one header of the system being built (posix/types.h or
+ * win/types.h), as libuv's uv.h picks uv/unix.h or uv/win.h. Every call keeps errno
+ * (heist.h: no public call changes it). */
+#ifndef HEIST_PLATFORM_H
+#define HEIST_PLATFORM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#include "win/types.h"
+#else
+#include "posix/types.h"
+#endif
+
+/* Thread-local storage for the library's own variables. On ELF initial-exec: one
+ * thread-pointer-relative access (the library is linked at start-up, or dlopen'd while
+ * static TLS space is left, as glibc keeps some). Elsewhere the compiler's default
+ * (MinGW gcc: emulated TLS, a call per access; clang: the PE TLS directory). */
+#if defined(__ELF__)
+#define HEIST__TLS __thread __attribute__((tls_model("initial-exec")))
+#else
+#define HEIST__TLS __thread
+#endif
+
+/* Whether a library's thread-local variable can be read by its users' code: heist/inline.h
+ * reads heist__self_v2 where it can (ELF), and calls heist__self_get on Windows, whose
+ * DLLs export no thread-local variable. The same test as that header's. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#define HEIST__TLS_EXPORTED 0
+#else
+#define HEIST__TLS_EXPORTED 1
+#endif
+
+/* ---- waiting on a word (the futex class) ------------------------------------------ */
+
+/* Sleep while *word == expected, for at most timeout_ns (0: no limit). Returns on a
+ * wake, on a change, on timeout or spuriously: callers re-check their condition. A
+ * wake that follows a change of the word is never lost: the check and the sleep are
+ * one step against wakers on every backend (the kernel's compare on Linux and Windows;
+ * the table lock, which every waker takes, in the generic backend). */
+void heist__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+
+/* Wake up to n threads sleeping on word (INT32_MAX: all). Wakes at least the n a
+ * Linux futex would; the generic backend may wake more (a wake is a broadcast on the
+ * word's table entry), never fewer. */
+void heist__futex_wake(_Atomic uint32_t *word, int n);
+
+/* The same, for a subset of a word's sleepers: a sleeper whose bits share one with the
+ * waker's is woken (Linux's FUTEX_WAIT_BITSET and FUTEX_WAKE_BITSET). Only Linux has
+ * them: elsewhere the bits are ignored and a bits wake wakes every sleeper on the word,
+ * a superset of Linux's, so no wake-up is lost; the extra sleepers re-check and sleep
+ * again (wait.c's sleepers on a job's state: walkers and other waiters). */
+void heist__futex_wait_bits(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns,
+			    uint32_t bits);
+void heist__futex_wake_bits(_Atomic uint32_t *word, int n, uint32_t bits);
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+/* Start fn(arg) on a new thread with a stack of stack_bytes (0: the system's default).
+ * 0, or EAGAIN / ENOMEM / EINVAL as pthread_create gives them. */
+int heist__thread_start(heist__thread *t, size_t stack_bytes, void (*fn)(void *), void *arg);
+
+/* Wait for t's function to return, and free what the thread held. */
+void heist__thread_join(heist__thread t);
+
+/* Name the calling thread for debuggers and top (at most 15 bytes are kept on Linux);
+ * nothing where the system has no names. */
+void heist__thread_name(const char *name);
+
+/* Give the CPU to another runnable thread, if any. */
+void heist__thread_yield(void);
+
+/* ---- locks and once ---------------------------------------------------------------- */
+
+/* A mutex: HEIST__MUTEX_INIT for a static one, or heist__mutex_init (0 or an errno
+ * value) and heist__mutex_destroy. Not recursive. lock happens-before the next unlock's
+ * holder's lock, as pthread mutexes. */
+int heist__mutex_init(heist__mutex *m);
+void heist__mutex_destroy(heist__mutex *m);
+void heist__mutex_lock(heist__mutex *m);
+void heist__mutex_unlock(heist__mutex *m);
+
+/* fn runs once, whichever threads call; every caller returns after it did. */
+void heist__once(heist__once_flag *o, void (*fn)(void));
+
+/* ---- thread-exit destructors ------------------------------------------------------- */
+
+/* A key whose destructor runs, on a thread that exits, with the value that thread set
+ * (when not NULL). 0 or an errno value; heist__key_set: 0, or nonzero if the value
+ * could not be recorded (the destructor will then not run for this thread). */
+int heist__key_create(heist__key *k, void (*destructor)(void *));
+int heist__key_set(heist__key k, void *value);
+
+/* ---- fork ------------------------------------------------------------------------- */
+
+/* Handlers around fork() (pthread_atfork): 0, or ENOSYS where the system has no fork
+ * (Windows), where none of them will ever run. */
+int heist__fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+
+/* ---- CPUs ---------------------------------------------------------------------------- */
+
+/* The CPUs this process may run on: how many. At least 1. */
+unsigned heist__cpu_count(void);
+
+/* Up to max of the system's numbers for those CPUs, ascending, into cpus; how many
+ * were written. 0 where the system cannot name them (no pinning without hwloc). */
+unsigned heist__cpu_list(int *cpus, unsigned max);
+
+/* Pin the calling thread to one CPU of heist__cpu_list: 0 or an errno value (ENOSYS
+ * where the system has no way). */
+int heist__cpu_pin(int cpu);
+
+/* ---- clocks -------------------------------------------------------------------------- */
+
+/* Monotonic nanoseconds from an arbitrary start: deadlines and timed waits. */
+uint64_t heist__clock_ns(void);
+
+/* The steadiest monotonic clock, for calibrating the profiler's counter: one that no
+ * time adjustment slews (Linux CLOCK_MONOTONIC_RAW); heist__clock_ns elsewhere. */
+uint64_t heist__clock_raw_ns(void);
+
+/* ---- pages ----------------------------------------------------------------------------- */
+
+/* The page size: what heist__os_pages_map rounds to. */
+size_t heist__os_page_size(void);
+
+/* bytes (a multiple of the page size) of zeroed memory aligned to align (a power of
+ * two, at least the page size), straight from the system; NULL when out of memory. */
+void *heist__os_pages_map(size_t bytes, size_t align);
+
+/* Give back what heist__os_pages_map(bytes, align) returned. */
+void heist__os_pages_unmap(void *p, size_t bytes);
+
+/* ---- the process ------------------------------------------------------------------- */
+
+/* The process's id: a forked child's differs from its parent's. */
+unsigned long heist__process_id(void);
+
+/* The program's short name into buf (at most size - 1 bytes and a NUL); "" if unknown. */
+void heist__program_name(char *buf, size_t size);
+
+#endif

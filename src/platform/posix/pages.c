@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* posix/pages.c - platform.h's pages: mmap and munmap. An alignment above the page
+ * size is had by mapping that much more and unmapping the ends. MAP_ANON is the older
+ * spelling of MAP_ANONYMOUS (the BSDs, macOS); where strict POSIX.1-2008 hides both
+ * (glibc without _DEFAULT_SOURCE: the portable build), the pages come from
+ * aligned_alloc, and freed ones go back to the C library rather than to the system. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "../platform.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+size_t
+heist__os_page_size(void)
+{
+	static _Atomic size_t cached;
+	/* relaxed: every thread computes the same value. */
+	size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
+	if (!p) {
+		long s = sysconf(_SC_PAGESIZE);
+		p = s > 0 ? (size_t)s : 4096;
+		atomic_store_explicit(&cached, p, memory_order_relaxed);
+	}
+	return p;
+}
+
+#ifdef MAP_ANONYMOUS
+void *
+heist__os_pages_map(size_t bytes, size_t align)
+{
+	size_t extra = align - heist__os_page_size();	/* room to find an aligned start */
+	if (bytes + extra < bytes)
+		return NULL;
+	int saved = errno;
+	unsigned char *p = mmap(NULL, bytes + extra, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		errno = saved;
+		return NULL;
+	}
+	if (extra) {
+		uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+		unsigned char *start = (unsigned char *)a;
+		size_t head = (size_t)(start - p), tail = extra - head;
+		if (head)
+			munmap(p, head);
+		if (tail)
+			munmap(start + bytes, tail);
+		p = start;
+	}
+	errno = saved;
+	return p;
+}
+
+void
+heist__os_pages_unmap(void *p, size_t bytes)
+{
+	int saved = errno;
+	munmap(p, bytes);
+	errno = saved;
+}
+#else
+void *
+heist__os_pages_map(size_t bytes, size_t align)
+{
+	int saved = errno;
+	void *p = aligned_alloc(align, bytes);
+	errno = saved;
+	if (p)
+		memset(p, 0, bytes);
+	return p;
+}
+
+void
+heist__os_pages_unmap(void *p, size_t bytes)
+{
+	(void)bytes;
+	free(p);
+}
+#endif

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* posix/process.c - platform.h's process id: getpid. The program's name differs by
+ * system: linux/system.c, posix/system.c. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "../platform.h"
+
+#include <unistd.h>
+
+unsigned long
+heist__process_id(void)
+{
+	return (unsigned long)getpid();
+}

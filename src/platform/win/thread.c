@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/* win/thread.c - platform.h's threads, locks, once, thread-exit keys and fork handlers
+ * on Windows (Vista and later for SRW locks, one-time initialization and fiber-local
+ * storage; names through SetThreadDescription where kernel32 has it, Windows 10
+ * 1607 and later). Thread-exit destructors are fiber-local storage callbacks, which
+ * Windows calls on a thread's exit for each slot holding a value. There is no fork. */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include "../platform.h"
+
+#include <errno.h>
+#include <process.h>
+#include <stdlib.h>
+#include <limits.h>
+#include <wchar.h>
+#include <windows.h>
+
+_Static_assert(sizeof(heist__mutex) == sizeof(SRWLOCK), "an SRWLOCK fits heist__mutex");
+_Static_assert(sizeof(heist__once_flag) == sizeof(INIT_ONCE), "as an INIT_ONCE");
+_Static_assert(sizeof(heist__key) >= sizeof(DWORD), "as a fiber-local storage index");
+
+struct start {
+	void (*fn)(void *);
+	void *arg;
+};
+
+static unsigned __stdcall
+trampoline(void *p)
+{
+	struct start s = *(struct start *)p;
+	free(p);
+	s.fn(s.arg);
+	return 0;
+}
+
+int
+heist__thread_start(heist__thread *t, size_t stack_bytes, void (*fn)(void *), void *arg)
+{
+	int saved = errno;
+	struct start *s = malloc(sizeof(*s));
+	if (!s) {
+		errno = saved;
+		return ENOMEM;
+	}
+	*s = (struct start){fn, arg};
+	if (stack_bytes > UINT_MAX)
+		stack_bytes = UINT_MAX;
+	/* _beginthreadex, not CreateThread: the C library's per-thread state is set up
+	 * for the new thread. The size reserves that much stack (not committing it). */
+	uintptr_t h = _beginthreadex(NULL, (unsigned)stack_bytes, trampoline, s,
+				     STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+	int err = 0;
+	if (!h) {
+		err = errno == ENOMEM ? ENOMEM : EAGAIN;
+		free(s);
+	}
+	t->handle = (void *)h;
+	errno = saved;
+	return err;
+}
+
+void
+heist__thread_join(heist__thread t)
+{
+	WaitForSingleObject(t.handle, INFINITE);
+	CloseHandle(t.handle);
+}
+
+void
+heist__thread_yield(void)
+{
+	SwitchToThread();
+}
+
+typedef HRESULT(WINAPI *set_description_fn)(HANDLE, PCWSTR);
+
+static set_description_fn
+set_description(void)
+{
+	static INIT_ONCE once = INIT_ONCE_STATIC_INIT;
+	static set_description_fn fn;
+	BOOL pending;
+	if (InitOnceBeginInitialize(&once, 0, &pending, NULL) && pending) {
+		HMODULE k = GetModuleHandleW(L"kernel32.dll");
+		FARPROC p = k ? GetProcAddress(k, "SetThreadDescription") : NULL;
+		/* a function pointer through void (*)(void): FARPROC's own type */
+		fn = (set_description_fn)(void (*)(void))p;
+		InitOnceComplete(&once, 0, NULL);
+	}
+	return fn;
+}
+
+void
+heist__thread_name(const char *name)
+{
+	set_description_fn fn = set_description();
+	if (!fn)
+		return;
+	wchar_t wide[64];
+	size_t i = 0;
+	for (; name[i] && i + 1 < sizeof(wide) / sizeof(wide[0]); i++)
+		wide[i] = (wchar_t)(unsigned char)name[i];	/* names are ASCII */
+	wide[i] = 0;
+	fn(GetCurrentThread(), wide);
+}
+
+int
+heist__mutex_init(heist__mutex *m)
+{
+	InitializeSRWLock((SRWLOCK *)m);
+	return 0;
+}
+
+void
+heist__mutex_destroy(heist__mutex *m)
+{
+	(void)m;	/* an SRW lock holds no resource */
+}
+
+void
+heist__mutex_lock(heist__mutex *m)
+{
+	AcquireSRWLockExclusive((SRWLOCK *)m);
+}
+
+void
+heist__mutex_unlock(heist__mutex *m)
+{
+	ReleaseSRWLockExclusive((SRWLOCK *)m);
+}
+
+static BOOL CALLBACK
+run_once(INIT_ONCE *o, void *fn, void **ctx)
+{
+	(void)o;
+	(void)ctx;
+	((void (*)(void))fn)();
+	return TRUE;
+}
+
+void
+heist__once(heist__once_flag *o, void (*fn)(void))
+{
+	InitOnceExecuteOnce((INIT_ONCE *)o, run_once, (void *)fn, NULL);
+}
+
+int
+heist__key_create(heist__key *k, void (*destructor)(void *))
+{
+	/* A fiber-local storage callback has the destructor's shape (void WINAPI f(PVOID));
+	 * on x86-64 WINAPI is the one calling convention. */
+	DWORD i = FlsAlloc((PFLS_CALLBACK_FUNCTION)(void (*)(void))destructor);
+	if (i == FLS_OUT_OF_INDEXES)
+		return EAGAIN;
+	*k = i;
+	return 0;
+}
+
+int
+heist__key_set(heist__key k, void *value)
+{
+	return FlsSetValue((DWORD)k, value) ? 0 : ENOMEM;
+}
+
+int
+heist__fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+	(void)prepare;
+	(void)parent;
+	(void)child;
+	return ENOSYS;
+}
