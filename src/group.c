@@ -237,7 +237,7 @@ heist_group_create(heist_pool *pool, heist_group **out)
 		return ENOMEM;
 	int err = heist_cancel_create(&g->token);
 	if (err) {
-		free(g);
+		heist__aligned_free(g);
 		return err;
 	}
 	g->pool = pool;
@@ -331,7 +331,7 @@ heist_group_destroy(heist_group *g)
 	if (orphaned(g)) {
 		/* Its jobs stay queued in the parent's threads' places, untouched. */
 		heist_cancel_release(g->token);
-		free(g);
+		heist__aligned_free(g);
 		return;
 	}
 	heist__wait_group(g);
@@ -340,5 +340,5 @@ heist_group_destroy(heist_group *g)
 	while (!all_left(g))
 		heist__thread_yield();
 	heist_cancel_release(g->token);
-	free(g);
+	heist__aligned_free(g);
 }

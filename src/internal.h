@@ -98,14 +98,21 @@ heist__calloc(size_t n, size_t size)
 	return p;
 }
 
+/* Freed with heist__aligned_free, never free (Windows keeps such blocks apart). */
 static inline void *
 heist__aligned_alloc(size_t align, size_t size)
 {
 	int saved = errno;
-	void *p = aligned_alloc(align, size);
+	void *p = heist__os_aligned_alloc(align, size);
 	ERRNO_MAY_HAVE_CHANGED();
 	errno = saved;
 	return p;
+}
+
+static inline void
+heist__aligned_free(void *p)
+{
+	heist__os_aligned_free(p);
 }
 
 static inline void *

@@ -195,9 +195,9 @@ pool_free(struct heist_pool *pool, unsigned inited)
 	heist__mutex_destroy(&pool->idle_lock);
 	heist__topology_free(pool->topo);
 	heist__report_free(pool->report);
-	free(pool->hazards);
-	free(pool->workers);
-	free(pool);
+	heist__aligned_free(pool->hazards);
+	heist__aligned_free(pool->workers);
+	heist__aligned_free(pool);
 }
 
 /* Stop and join the workers that were started and every spare, write the pool's
@@ -299,9 +299,9 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 fail:
 	heist__mutex_destroy(&pool->idle_lock);
 fail_lock:
-	free(pool->hazards);
-	free(pool->workers);
-	free(pool);
+	heist__aligned_free(pool->hazards);
+	heist__aligned_free(pool->workers);
+	heist__aligned_free(pool);
 	return NULL;
 }
 

@@ -24,13 +24,13 @@ heist__sleep_init(struct sleep *s, unsigned n)
 	s->sleepers = heist__aligned_alloc(CACHE_LINE, sizeof(*s->sleepers) * n);
 	if (!s->idle || !s->sleepers) {
 		free(s->idle);
-		free(s->sleepers);
+		heist__aligned_free(s->sleepers);
 		return ENOMEM;
 	}
 	int err = heist__mutex_init(&s->lock);
 	if (err) {
 		free(s->idle);
-		free(s->sleepers);
+		heist__aligned_free(s->sleepers);
 		return err;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -52,7 +52,7 @@ heist__sleep_fini(struct sleep *s)
 {
 	heist__mutex_destroy(&s->lock);
 	free(s->idle);
-	free(s->sleepers);
+	heist__aligned_free(s->sleepers);
 }
 
 void

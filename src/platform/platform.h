@@ -150,6 +150,13 @@ void *heist__os_pages_map(size_t bytes, size_t align);
 /* Give back what heist__os_pages_map(bytes, align) returned. */
 void heist__os_pages_unmap(void *p, size_t bytes);
 
+/* size bytes aligned to align (a power of two) from the C library's heap, or NULL;
+ * freed with heist__os_aligned_free only. C11's aligned_alloc and free where the C
+ * library has them; _aligned_malloc and _aligned_free on Windows, whose C libraries
+ * have no aligned_alloc. */
+void *heist__os_aligned_alloc(size_t align, size_t size);
+void heist__os_aligned_free(void *p);
+
 /* ---- the process ------------------------------------------------------------------- */
 
 /* The process's id: a forked child's differs from its parent's. */

@@ -87,3 +87,16 @@ heist__os_pages_unmap(void *p, size_t bytes)
 	free(p);
 }
 #endif
+
+void *
+heist__os_aligned_alloc(size_t align, size_t size)
+{
+	/* C11 asks for a size that is a multiple of the alignment. */
+	return aligned_alloc(align, (size + align - 1) & ~(align - 1));
+}
+
+void
+heist__os_aligned_free(void *p)
+{
+	free(p);
+}

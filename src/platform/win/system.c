@@ -11,6 +11,7 @@
 #include "../platform.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <windows.h>
@@ -144,4 +145,16 @@ heist__program_name(char *buf, size_t size)
 	char *dot = strrchr(buf, '.');
 	if (dot && !strcmp(dot, ".exe"))
 		*dot = '\0';
+}
+
+void *
+heist__os_aligned_alloc(size_t align, size_t size)
+{
+	return _aligned_malloc(size, align);
+}
+
+void
+heist__os_aligned_free(void *p)
+{
+	_aligned_free(p);
 }

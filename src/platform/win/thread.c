@@ -130,19 +130,24 @@ heist__mutex_unlock(heist__mutex *m)
 	ReleaseSRWLockExclusive((SRWLOCK *)m);
 }
 
+struct once_call {
+	void (*fn)(void);	/* in a struct: C has no cast between function and object pointers */
+};
+
 static BOOL CALLBACK
-run_once(INIT_ONCE *o, void *fn, void **ctx)
+run_once(INIT_ONCE *o, void *call, void **ctx)
 {
 	(void)o;
 	(void)ctx;
-	((void (*)(void))fn)();
+	((struct once_call *)call)->fn();
 	return TRUE;
 }
 
 void
 heist__once(heist__once_flag *o, void (*fn)(void))
 {
-	InitOnceExecuteOnce((INIT_ONCE *)o, run_once, (void *)fn, NULL);
+	struct once_call call = {fn};
+	InitOnceExecuteOnce((INIT_ONCE *)o, run_once, &call, NULL);
 }
 
 int
