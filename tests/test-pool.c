@@ -502,6 +502,13 @@ worker_threads_are_named_prefix_dash_index(void **state)
 	heist_pool *pool = NULL;
 
 	(void)state;
+#if !defined(HEIST_PLATFORM_LINUX)
+	/* The names are read back with pthread_getname_np, as Linux tools see them;
+	 * elsewhere heist names threads in the system's own way, or not at all
+	 * (src/platform/platform.h). */
+	print_message("skipped: thread names are read back on Linux only\n");
+	skip();
+#endif
 	for (int k = 0; k < 2; k++) {
 		static struct where w[2];
 		char want[32];

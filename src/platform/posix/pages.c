@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* posix/pages.c - platform.h's pages: mmap and munmap. An alignment above the page
  * size is had by mapping that much more and unmapping the ends. MAP_ANON is the older
- * spelling of MAP_ANONYMOUS (the BSDs, macOS); where strict POSIX.1-2008 hides both
- * (glibc without _DEFAULT_SOURCE: the portable build), the pages come from
- * aligned_alloc, and freed ones go back to the C library rather than to the system. */
+ * spelling of MAP_ANONYMOUS (the BSDs, macOS); a system that has neither gets its
+ * pages from aligned_alloc, and freed ones go back to the C library rather than to
+ * the system. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
+/* MAP_ANONYMOUS is POSIX.1-2024's; older headers show it with their own extensions,
+ * which these ask for beside strict POSIX.1-2008 (glibc and musl, macOS, FreeBSD). */
+#define _DEFAULT_SOURCE 1
+#define _DARWIN_C_SOURCE 1
+#define __BSD_VISIBLE 1
 #include "../platform.h"
 
 #include <errno.h>
