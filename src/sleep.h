@@ -12,7 +12,16 @@
  * wakes a sleeper if nobody searches. In the single total order of seq_cst operations
  * either (1) precedes (4), and the waker sees the sleeper, or (3) precedes (2)'s
  * look, and the sleeper sees the work. How long a worker searches before (1) is
- * worker.c's (search_over) and outside the argument. */
+ * worker.c's (search_over) and outside the argument.
+ *
+ * The sleep itself is on the sleeper's own word (struct sleeper), through platform.h's
+ * heist__futex_wait, and on every backend a wake that follows the waker's store of
+ * AWAKE reaches it: the Linux futex and Windows' WaitOnAddress compare the word with
+ * SLEEPING against wakers in the kernel; the generic POSIX backend compares it under
+ * the lock of the word's table entry, which the waker takes after its store, and
+ * broadcasts to the entry (waking, besides, any other sleeper whose word shares it:
+ * they look at their own word and sleep again). The wakes here are of one word's one
+ * sleeper, so no backend needs Linux's bitsets. */
 #ifndef HEIST_SLEEP_H
 #define HEIST_SLEEP_H
 
