@@ -328,7 +328,7 @@ take_files(char *first, size_t cap)
 			continue;
 		if (!n++ && first)
 			snprintf(first, cap, "%s", e->d_name);
-		char path[400];
+		char path[sizeof(dir) + 1 + sizeof(e->d_name)];
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		unlink(path);
 	}
