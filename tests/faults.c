@@ -102,8 +102,28 @@ thread_calls_block(void)
 	return b;
 }
 #define thread_calls (thread_calls_block())
+
+/* libgcc's emulated TLS allocates a thread's copy of a thread-local variable on its
+ * first use, through the wrapped malloc, calloc and realloc (libgcc is linked in
+ * statically), and aborts the process if that fails. On Linux those copies are part
+ * of the thread and never fail: neither do they here. Its allocations are told apart
+ * by their caller, __emutls_get_address (which calls the three directly), found
+ * through the unwind table's function entries. */
+void *__emutls_get_address(void *object);
+
+static bool
+from_emutls(void *ret)
+{
+	DWORD64 base;
+	PRUNTIME_FUNCTION caller = RtlLookupFunctionEntry((DWORD64)(uintptr_t)ret, &base, NULL);
+	PRUNTIME_FUNCTION emutls =
+		RtlLookupFunctionEntry((DWORD64)(uintptr_t)__emutls_get_address, &base, NULL);
+	return caller && caller == emutls;
+}
+#define EXEMPT(ret) from_emutls(ret)
 #else
 static _Thread_local uint64_t thread_calls[FAULT_KINDS];
+#define EXEMPT(ret) ((void)(ret), false)
 
 void *__real_aligned_alloc(size_t align, size_t size);
 int __real_posix_memalign(void **p, size_t align, size_t size);
@@ -192,15 +212,18 @@ should_fail(enum fault_kind kind)
 	return true;
 }
 
-/* An armed allocation switch fails the call as a real allocator would. */
+/* An armed allocation switch fails the call as a real allocator would. ret: the
+ * caller's address (EXEMPT: one whose allocations never fail). */
 static bool
-alloc_fails(void)
+alloc_fails_from(void *ret)
 {
-	if (!should_fail(FAULT_ALLOC))
+	if (EXEMPT(ret) || !should_fail(FAULT_ALLOC))
 		return false;
 	errno = ENOMEM;
 	return true;
 }
+
+#define alloc_fails() alloc_fails_from(__builtin_return_address(0))
 
 void *
 __wrap_malloc(size_t size)
