@@ -44,10 +44,19 @@ uint64_t bench_now_ns(void);
 void bench_sleep_ms(unsigned ms);
 
 /* A wrong answer or a broken setup: print to stderr and exit(1). */
-void bench_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* printf-style checks. MinGW's gcc checks a plain format(printf) as Microsoft's printf
+ * (no %zu); on Windows the bench is built with __USE_MINGW_ANSI_STDIO=1
+ * (bench/meson.build), so its printf is C99's: gnu_printf says so. */
+#if defined(__MINGW32__)
+#define BENCH_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#else
+#define BENCH_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#endif
+
+void bench_fail(const char *fmt, ...) __attribute__((noreturn)) BENCH_PRINTF(1, 2);
 
 /* A progress line on stderr (the table goes to stdout). */
-void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bench_progress(const char *fmt, ...) BENCH_PRINTF(1, 2);
 
 /* Progress lines are dropped (an --rss child): only failures reach stderr. */
 extern bool bench_quiet;
@@ -273,10 +282,10 @@ struct row *bench_row(const char *workload, const char *size, const char *impl,
 
 /* A named figure: key and value go to JSON; the printf text goes to the table. */
 void row_metric(struct row *r, const char *key, double value, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+	BENCH_PRINTF(4, 5);
 
 /* A free-text remark appended to the row (both table and JSON). */
-void row_note(struct row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void row_note(struct row *r, const char *fmt, ...) BENCH_PRINTF(2, 3);
 
 /* The row already added for workload, size, impl and threads, or NULL. */
 struct row *bench_row_for(const char *workload, const char *size, const char *impl,

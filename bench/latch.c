@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
 
 #ifdef __linux__
 #include <linux/futex.h>
@@ -32,7 +35,11 @@ struct latch {
 struct latch *
 latch_create(long count)
 {
+#if defined(_WIN32)
+	struct latch *l = _aligned_malloc(sizeof *l, 64);	/* no aligned_alloc there */
+#else
 	struct latch *l = aligned_alloc(64, sizeof *l);
+#endif
 	if (!l) {
 		fputs("heist-bench: out of memory\n", stderr);
 		exit(1);
@@ -44,7 +51,11 @@ latch_create(long count)
 void
 latch_destroy(struct latch *l)
 {
+#if defined(_WIN32)
+	_aligned_free(l);
+#else
 	free(l);
+#endif
 }
 
 void

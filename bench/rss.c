@@ -25,9 +25,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <windows.h>
+#include <psapi.h>
+#else
+#include <sys/wait.h>
+#endif
 
+#if defined(_WIN32)
+/* Windows: the peak working set (K32GetProcessMemoryInfo); it cannot be reset, and
+ * the parent's child per pair (fork and exec) is not there: --rss says it is not
+ * available. */
+long
+bench_rss_peak_kib(void)
+{
+	PROCESS_MEMORY_COUNTERS c = {.cb = sizeof(c)};
+	if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &c, sizeof(c)))
+		return -1;
+	return (long)(c.PeakWorkingSetSize / 1024);
+}
+
+bool
+bench_rss_reset_peak(void)
+{
+	return false;
+}
+#else
 long
 bench_rss_peak_kib(void)
 {
@@ -52,6 +76,7 @@ bench_rss_reset_peak(void)
 	bool ok = fputs("5", f) >= 0;
 	return fclose(f) == 0 && ok;
 }
+#endif
 
 void
 bench_rss_report(void)
@@ -67,6 +92,16 @@ bench_rss_report(void)
 	fflush(stdout);
 }
 
+#if defined(_WIN32)
+void
+bench_rss(const struct bench_opts *o, const char *self)
+{
+	(void)o;
+	(void)self;
+	bench_progress("rss: not available on this system (a child per workload: fork, "
+		       "/proc/self/clear_refs)\n");
+}
+#else
 /* Run one child for (workload, impl) and record what it reports in the rows. */
 static void
 run_child(const struct bench_opts *o, const char *self, const char *workload,
@@ -183,3 +218,4 @@ bench_rss(const struct bench_opts *o, const char *self)
 			   mib > -0.05 && mib < 0.05 ? 0.0 : mib);	/* no "-0.0" */
 	}
 }
+#endif

@@ -8,8 +8,12 @@
 #include "workloads.h"
 
 #include <stdio.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <sys/resource.h>
 #include <sys/time.h>
+#endif
 
 static int
 tiny(void *arg)
@@ -32,6 +36,19 @@ burst(void *arg)
 	return heist_sync(&t);
 }
 
+#if defined(_WIN32)
+/* Windows: GetProcessTimes, user + kernel, every thread (100 ns units). */
+static double
+cpu_ms(void)
+{
+	FILETIME created, exited, kernel, user;
+	if (!GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user))
+		return 0;
+	ULARGE_INTEGER k = {.LowPart = kernel.dwLowDateTime, .HighPart = kernel.dwHighDateTime};
+	ULARGE_INTEGER u = {.LowPart = user.dwLowDateTime, .HighPart = user.dwHighDateTime};
+	return (double)(k.QuadPart + u.QuadPart) / 1e4;
+}
+#else
 static double
 cpu_ms(void)
 {
@@ -40,6 +57,7 @@ cpu_ms(void)
 	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
+#endif
 
 void
 idle_cpu(const struct bench_opts *o)

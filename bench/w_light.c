@@ -16,8 +16,12 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <time.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <sys/resource.h>
+#endif
 
 enum { TASK_NS = 1000 };
 
@@ -48,6 +52,25 @@ baseline_body(void *arg)
 	light_task(arg);
 }
 
+#if defined(_WIN32)
+/* Windows: GetProcessTimes for the process, GetThreadTimes for this thread (user +
+ * kernel, 100 ns units), as getrusage's RUSAGE_SELF and RUSAGE_THREAD. */
+enum { RUSAGE_SELF, RUSAGE_THREAD };
+
+static double
+cpu_s(int who)
+{
+	FILETIME created, exited, kernel, user;
+	BOOL ok = who == RUSAGE_SELF
+			  ? GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)
+			  : GetThreadTimes(GetCurrentThread(), &created, &exited, &kernel, &user);
+	if (!ok)
+		return 0;
+	ULARGE_INTEGER k = {.LowPart = kernel.dwLowDateTime, .HighPart = kernel.dwHighDateTime};
+	ULARGE_INTEGER u = {.LowPart = user.dwLowDateTime, .HighPart = user.dwHighDateTime};
+	return (double)(k.QuadPart + u.QuadPart) / 1e7;
+}
+#else
 static double
 cpu_s(int who)
 {
@@ -56,6 +79,7 @@ cpu_s(int who)
 	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
+#endif
 
 /* Until t (bench_now_ns): a sleep to 50 us before, then a spin, so that each submit
  * leaves on time; the producer's CPU is not the pool's, and is taken out. */

@@ -6,11 +6,20 @@
 #endif
 #include "common.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <direct.h>
+#include <io.h>
+#include <malloc.h>
+#include <windows.h>
+#else
+#include <sched.h>
+#endif
 
 char test_sentinel_byte;
 atomic_uint *ids;
@@ -18,8 +27,15 @@ atomic_uint *ids;
 void
 nap(long ns)
 {
+#if defined(_WIN32)
+	/* winpthreads' nanosleep rounds a nap below a millisecond down to none, which
+	 * would shrink POLL's bound from 30 s to a fraction: Windows sleeps in whole
+	 * milliseconds, so a nap is one at least (rounded up). */
+	Sleep((DWORD)((ns + 999999) / 1000000));
+#else
 	struct timespec ts = { 0, ns };
 	nanosleep(&ts, NULL);
+#endif
 }
 
 heist_pool *
@@ -213,10 +229,13 @@ run_tests_(const char *name, const struct CMUnitTest *tests, size_t n)
 void
 capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
 {
-	char path[] = "/tmp/heist-test-stderr-XXXXXX";
+	char path[300];
+	snprintf(path, sizeof(path), "%s/heist-test-stderr-XXXXXX", test_tmpdir());
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
-	unlink(path);
+#if !defined(_WIN32)
+	unlink(path);	/* Windows removes no open file: below, once closed */
+#endif
 	fflush(stderr);
 	int saved = dup(STDERR_FILENO);
 	assert_true(saved >= 0);
@@ -225,10 +244,147 @@ capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap)
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
+#if defined(_WIN32)
+	/* No pread: read from the start through the descriptor's own offset. */
+	long n = lseek(fd, 0, SEEK_SET) == 0 ? (long)read(fd, out, (unsigned)(cap - 1)) : -1;
+#else
 	ssize_t n = pread(fd, out, cap - 1, 0);
+#endif
 	out[n > 0 ? n : 0] = '\0';
 	close(fd);
+#if defined(_WIN32)
+	unlink(path);
+#endif
 }
+
+const char *
+test_tmpdir(void)
+{
+#if defined(_WIN32)
+	static char dir[MAX_PATH + 1];
+	if (!dir[0]) {
+		DWORD n = GetTempPathA(sizeof(dir), dir);
+		if (!n || n >= sizeof(dir))
+			snprintf(dir, sizeof(dir), ".");
+		else if (dir[n - 1] == '\\' || dir[n - 1] == '/')
+			dir[n - 1] = '\0';
+	}
+	return dir;
+#else
+	return "/tmp";
+#endif
+}
+
+long
+cpus_online(void)
+{
+#if defined(_WIN32)
+	SYSTEM_INFO si;
+	GetSystemInfo(&si);
+	return (long)si.dwNumberOfProcessors;
+#else
+	return sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+}
+
+long
+cpus_allowed(void)
+{
+#if defined(_WIN32)
+	DWORD_PTR process, system;
+	if (!GetProcessAffinityMask(GetCurrentProcess(), &process, &system))
+		return -1;
+	long n = 0;
+	for (; process; process &= process - 1)
+		n++;
+	return n;
+#elif defined(__linux__)
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return -1;
+	return CPU_COUNT(&set);
+#else
+	return -1;
+#endif
+}
+
+void *
+test_aligned_alloc(size_t align, size_t size)
+{
+#if defined(_WIN32)
+	return _aligned_malloc(size, align);
+#else
+	return aligned_alloc(align, size);
+#endif
+}
+
+void
+test_aligned_free(void *p)
+{
+#if defined(_WIN32)
+	_aligned_free(p);
+#else
+	free(p);
+#endif
+}
+
+#if defined(_WIN32)
+int
+setenv(const char *name, const char *value, int overwrite)
+{
+	if (!overwrite && getenv(name))
+		return 0;
+	return _putenv_s(name, value) ? -1 : 0;
+}
+
+int
+unsetenv(const char *name)
+{
+	return _putenv_s(name, "") ? -1 : 0;
+}
+
+char *
+mkdtemp(char *template_)
+{
+	size_t len = strlen(template_);
+	if (len < 6 || strcmp(template_ + len - 6, "XXXXXX"))
+		return NULL;
+	char *x = template_ + len - 6;
+	for (unsigned tries = 0; tries < 100; tries++) {
+		unsigned v = (unsigned)GetTickCount() * 2654435761u + GetCurrentProcessId() + tries * 40503u;
+		for (int i = 0; i < 6; i++, v /= 36)
+			x[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+		if (_mkdir(template_) == 0)
+			return template_;
+	}
+	return NULL;
+}
+
+/* cmocka's print_message and print_error, through MinGW's C99 printf (common.h). */
+void
+test_print_message(const char *format, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, format);
+	__mingw_vsnprintf(buf, sizeof(buf), format, ap);
+	va_end(ap);
+#undef print_message
+	print_message("%s", buf);
+}
+
+void
+test_print_error(const char *format, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, format);
+	__mingw_vsnprintf(buf, sizeof(buf), format, ap);
+	va_end(ap);
+#undef print_error
+	print_error("%s", buf);
+}
+#endif
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define HEAP_FROM_SANITIZER 1

@@ -29,6 +29,35 @@
 
 #include "heist/heist.h"
 
+/* MinGW's gcc checks a format(printf) attribute, cmocka's on print_error and
+ * print_message, as Microsoft's printf, which has no %zu: on Windows these go through
+ * wrappers checked as C99's printf (gnu_printf) that format with MinGW's own C99
+ * printf (__mingw_vsnprintf) and hand cmocka the text. cmocka's macros (fail_msg, ...)
+ * expand to them too. Other systems keep cmocka's own functions. */
+#if defined(_WIN32) && defined(__GNUC__)
+void test_print_message(const char *format, ...) __attribute__((format(gnu_printf, 1, 2)));
+void test_print_error(const char *format, ...) __attribute__((format(gnu_printf, 1, 2)));
+#define print_message test_print_message
+#define print_error test_print_error
+#endif
+
+/* Skip the current test, saying why on the test's output first: a case that needs
+ * something this system lacks (fork, signals, per-thread CPU affinity, allocator
+ * statistics) is skipped by this visibly, never passed silently. */
+#define skip_because(reason)                                                   \
+	do {                                                                   \
+		print_message("# %s skipped: %s\n", __func__, (reason));          \
+		skip();                                                        \
+	} while (0)
+
+/* Where the system has no fork() (Windows), the tests that need it skip with this. */
+#if defined(_WIN32)
+#define TEST_NO_FORK 1
+#define SKIP_WITHOUT_FORK() skip_because("needs fork(), which Windows does not have")
+#else
+#define SKIP_WITHOUT_FORK() ((void)0)
+#endif
+
 /* Sanitizer builds run 5-20x slower: tests shrink their sizes there. */
 #if defined(__SANITIZE_THREAD__)
 #define TEST_TSAN 1
@@ -136,6 +165,12 @@ void ids_expect(size_t begin, size_t end, unsigned runs);
 void ids_free(void);
 int id_task(void *arg);
 
+/* The CPUs the system has online, and those this process may run on (its affinity
+ * mask: sched_getaffinity on Linux, GetProcessAffinityMask on Windows); -1 where the
+ * system does not say. */
+long cpus_online(void);
+long cpus_allowed(void);
+
 /* Bytes the process's allocator has handed out and not had back (glibc's mallinfo2,
  * or the sanitizer's allocator); 0 where neither is there (tests then skip). */
 size_t heap_in_use(void);
@@ -146,6 +181,27 @@ size_t heap_in_use(void);
 /* Runs fn(arg) with stderr sent to a file, and puts what was written in out (at most
  * cap - 1 bytes, NUL-terminated). */
 void capture_stderr(void (*fn)(void *), void *arg, char *out, size_t cap);
+
+/* ---------------------------------------------------------------------------------- */
+/* What Windows lacks (MinGW-w64's C library): POSIX's environment setters, mkdtemp and
+ * C11's aligned_alloc, with the meanings the tests need. Elsewhere the C library's. */
+
+#if defined(_WIN32)
+/* _putenv_s; an empty value unsets the variable there (Windows keeps no empty ones). */
+int setenv(const char *name, const char *value, int overwrite);
+int unsetenv(const char *name);
+/* A new directory named from template (ending in XXXXXX), as POSIX's. */
+char *mkdtemp(char *template_);
+#endif
+
+/* Memory aligned to align, freed with test_aligned_free: aligned_alloc and free, or
+ * _aligned_malloc and _aligned_free on Windows. */
+void *test_aligned_alloc(size_t align, size_t size);
+void test_aligned_free(void *p);
+
+/* A directory for temporary files, without a trailing slash: /tmp, or Windows'
+ * GetTempPath. */
+const char *test_tmpdir(void);
 
 /* ---------------------------------------------------------------------------------- */
 /* main()                                                                             */

@@ -18,8 +18,14 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/types.h>
+#if defined(_WIN32)
+#include <windows.h>
+
+#include "platform/platform.h"
+#else
+#include <sys/mman.h>
+#endif
 
 enum mode { MODE_OFF, MODE_NTH, MODE_ALL };
 
@@ -36,25 +42,101 @@ struct fault_switch {
 };
 
 static struct fault_switch switches[FAULT_KINDS];
-static _Thread_local uint64_t thread_calls[FAULT_KINDS];
 
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t size);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+
+#if defined(_WIN32)
+/* Windows (tests/meson.build's wraps there): the library takes its aligned blocks,
+ * pages and threads from its platform layer (src/platform/win: _aligned_malloc,
+ * VirtualAlloc, _beginthreadex), whose calls into the system --wrap cannot reach (the
+ * system's functions are DLL imports). The platform layer's own functions are
+ * wrapped instead: the library calls them from its other objects, which --wrap does
+ * redirect. There are no mmap, aligned_alloc, posix_memalign or pthread_create calls
+ * from the library to fail, so those wrappers are not built. */
+void *__real_heist__os_aligned_alloc(size_t align, size_t size);
+void *__real_heist__os_pages_map(size_t bytes, size_t align);
+int __real_heist__thread_start(heist__thread *t, size_t stack_bytes, void (*fn)(void *),
+			       void *arg);
+void *__wrap_heist__os_aligned_alloc(size_t align, size_t size);
+void *__wrap_heist__os_pages_map(size_t bytes, size_t align);
+int __wrap_heist__thread_start(heist__thread *t, size_t stack_bytes, void (*fn)(void *),
+			       void *arg);
+
+/* The per-thread counts live in a block in a native TLS slot, not in a _Thread_local:
+ * MinGW's gcc emulates thread-local variables with a malloc on a thread's first use,
+ * which would come back here (malloc is wrapped) before the variable exists. */
+static DWORD calls_slot = TLS_OUT_OF_INDEXES;
+static INIT_ONCE calls_once = INIT_ONCE_STATIC_INIT;
+
+static BOOL CALLBACK
+calls_slot_init(INIT_ONCE *o, void *p, void **ctx)
+{
+	(void)o;
+	(void)p;
+	(void)ctx;
+	calls_slot = TlsAlloc();
+	return calls_slot != TLS_OUT_OF_INDEXES;
+}
+
+/* This thread's counts (one block a thread, kept to the process's end: a thread's
+ * few bytes, which also keeps the block's address unique among threads). */
+static uint64_t *
+thread_calls_block(void)
+{
+	static uint64_t fallback[FAULT_KINDS];
+	if (!InitOnceExecuteOnce(&calls_once, calls_slot_init, NULL, NULL))
+		return fallback;
+	DWORD last = GetLastError();
+	uint64_t *b = TlsGetValue(calls_slot);
+	if (!b) {
+		b = __real_calloc(FAULT_KINDS, sizeof(*b));
+		if (!b || !TlsSetValue(calls_slot, b))
+			b = fallback;
+	}
+	SetLastError(last);
+	return b;
+}
+#define thread_calls (thread_calls_block())
+
+/* libgcc's emulated TLS allocates a thread's copy of a thread-local variable on its
+ * first use, through the wrapped malloc, calloc and realloc (libgcc is linked in
+ * statically), and aborts the process if that fails. On Linux those copies are part
+ * of the thread and never fail: neither do they here. Its allocations are told apart
+ * by their caller, __emutls_get_address (which calls the three directly), found
+ * through the unwind table's function entries. */
+void *__emutls_get_address(void *object);
+
+static bool
+from_emutls(void *ret)
+{
+	DWORD64 base;
+	PRUNTIME_FUNCTION caller = RtlLookupFunctionEntry((DWORD64)(uintptr_t)ret, &base, NULL);
+	PRUNTIME_FUNCTION emutls =
+		RtlLookupFunctionEntry((DWORD64)(uintptr_t)__emutls_get_address, &base, NULL);
+	return caller && caller == emutls;
+}
+#define EXEMPT(ret) from_emutls(ret)
+#else
+static _Thread_local uint64_t thread_calls[FAULT_KINDS];
+#define EXEMPT(ret) ((void)(ret), false)
+
 void *__real_aligned_alloc(size_t align, size_t size);
 int __real_posix_memalign(void **p, size_t align, size_t size);
 void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			  void *(*fn)(void *), void *arg);
 
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
 void *__wrap_aligned_alloc(size_t align, size_t size);
 int __wrap_posix_memalign(void **p, size_t align, size_t size);
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			  void *(*fn)(void *), void *arg);
+#endif
 
 static void
 arm(enum fault_kind kind, int mode, int64_t skip, enum fault_scope scope)
@@ -62,7 +144,7 @@ arm(enum fault_kind kind, int mode, int64_t skip, enum fault_scope scope)
 	struct fault_switch *s = &switches[kind];
 
 	atomic_store_explicit(&s->mode, MODE_OFF, memory_order_relaxed);
-	atomic_store_explicit(&s->owner, (uintptr_t)&thread_calls, memory_order_relaxed);
+	atomic_store_explicit(&s->owner, (uintptr_t)thread_calls, memory_order_relaxed);
 	atomic_store_explicit(&s->scope, (int)scope, memory_order_relaxed);
 	atomic_store_explicit(&s->countdown, skip, memory_order_relaxed);
 	atomic_store_explicit(&s->failed, 0, memory_order_relaxed);
@@ -121,7 +203,7 @@ should_fail(enum fault_kind kind)
 	if (mode == MODE_OFF)
 		return false;
 	if (atomic_load_explicit(&s->scope, memory_order_relaxed) == FAULT_THIS_THREAD &&
-	    atomic_load_explicit(&s->owner, memory_order_relaxed) != (uintptr_t)&thread_calls)
+	    atomic_load_explicit(&s->owner, memory_order_relaxed) != (uintptr_t)thread_calls)
 		return false;
 	if (mode == MODE_NTH &&
 	    atomic_fetch_sub_explicit(&s->countdown, 1, memory_order_relaxed) != 0)
@@ -130,15 +212,18 @@ should_fail(enum fault_kind kind)
 	return true;
 }
 
-/* An armed allocation switch fails the call as a real allocator would. */
+/* An armed allocation switch fails the call as a real allocator would. ret: the
+ * caller's address (EXEMPT: one whose allocations never fail). */
 static bool
-alloc_fails(void)
+alloc_fails_from(void *ret)
 {
-	if (!should_fail(FAULT_ALLOC))
+	if (EXEMPT(ret) || !should_fail(FAULT_ALLOC))
 		return false;
 	errno = ENOMEM;
 	return true;
 }
+
+#define alloc_fails() alloc_fails_from(__builtin_return_address(0))
 
 void *
 __wrap_malloc(size_t size)
@@ -159,6 +244,28 @@ __wrap_realloc(void *p, size_t size)
 	return alloc_fails() ? NULL : __real_realloc(p, size);
 }
 
+#if defined(_WIN32)
+void *
+__wrap_heist__os_aligned_alloc(size_t align, size_t size)
+{
+	return alloc_fails() ? NULL : __real_heist__os_aligned_alloc(align, size);
+}
+
+/* The library's pages (src/pages.c): an allocation like the others. */
+void *
+__wrap_heist__os_pages_map(size_t bytes, size_t align)
+{
+	return should_fail(FAULT_ALLOC) ? NULL : __real_heist__os_pages_map(bytes, align);
+}
+
+int
+__wrap_heist__thread_start(heist__thread *t, size_t stack_bytes, void (*fn)(void *), void *arg)
+{
+	if (should_fail(FAULT_THREAD))
+		return EAGAIN;
+	return __real_heist__thread_start(t, stack_bytes, fn, arg);
+}
+#else
 void *
 __wrap_aligned_alloc(size_t align, size_t size)
 {
@@ -193,3 +300,4 @@ __wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void
 		return EAGAIN;
 	return __real_pthread_create(t, attr, fn, arg);
 }
+#endif

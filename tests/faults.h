@@ -7,6 +7,11 @@
  * so that every call to those functions from the test and from the statically linked
  * library goes through the __wrap_ functions in faults.c. Calls made inside shared
  * libraries (libc itself, liburcu, cmocka) are not redirected and never fail.
+ * On Windows the wraps are malloc, calloc, realloc and the library's platform layer's
+ * heist__os_aligned_alloc, heist__os_pages_map and heist__thread_start (faults.c says
+ * why): the same kinds of failure reach the library the same way. There, every object
+ * linked statically (the C runtime's helpers, winpthreads, libgcc's emulated TLS) has
+ * its malloc calls wrapped too.
  *
  * Each kind of call (allocation, thread creation) has its own switch: off (call through),
  * "fail the call that comes after `skip` more calls" (once), or "fail every call". A

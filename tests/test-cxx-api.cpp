@@ -431,7 +431,7 @@ submit_result_types()
 	heist::pool pool(2);
 	CHECK(pool.submit([] { return std::string(100, 'x'); }).get() == std::string(100, 'x'));
 	CHECK(pool.submit([] { return 2.5; }).get() == 2.5);
-	CHECK(pool.submit([] { return 1L << 40; }).get() == 1L << 40);
+	CHECK(pool.submit([] { return 1LL << 40; }).get() == 1LL << 40);
 	CHECK(pool.submit([] { return std::vector<int>{1, 2, 3}; }).get().size() == 3);
 	CHECK(pool.submit([] { return true; }).get());
 	CHECK(pool.submit([] { return 'c'; }).get() == 'c');
@@ -485,7 +485,7 @@ submit_move_only()
 		CHECK(poll([&] { return live.load() == base; }));
 	}
 	// The heap path takes one allocation per submit (the block).
-	auto big = [a = std::array<long, 8>{}] { return a[0]; };
+	auto big = [a = std::array<long long, 8>{}] { return a[0]; };
 	static_assert(!heist::submit_is_inline<decltype(big)>);
 	pool.submit(big).get();
 	long before = allocs();
@@ -1082,7 +1082,7 @@ task_group_spawns()
 	CHECK(allocs() == before);
 	// std::ref keeps a large callable in the caller's frame
 	struct big {
-		std::array<long, 16> a{};
+		std::array<long long, 16> a{};	// long long: 128 bytes where long has 32 bits too
 		std::atomic<int> *n;
 		void operator()() { ++*n; }
 	};

@@ -5,6 +5,7 @@
 #include <heist/profile.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 
 static std::atomic<long> total{0};
@@ -18,7 +19,7 @@ static int add_range(void *, size_t begin, size_t end)
 
 static int fib(void *arg)
 {
-	long n = reinterpret_cast<long>(arg);
+	std::intptr_t n = reinterpret_cast<std::intptr_t>(arg);	// long is 32 bits on Windows
 	if (n < 2)
 		return static_cast<int>(n);
 	heist_task t;
@@ -36,7 +37,7 @@ int main()
 		return 1;
 	int failures = 0;
 	heist_future *f = nullptr;
-	failures += heist_submit(pool, fib, reinterpret_cast<void *>(20L), &f) != 0;
+	failures += heist_submit(pool, fib, reinterpret_cast<void *>(std::intptr_t{20}), &f) != 0;
 	failures += heist_future_wait(f) != 6765;
 	heist_future_release(f);
 	failures += heist_run(pool, fib, reinterpret_cast<void *>(22L)) != 17711;

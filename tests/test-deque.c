@@ -32,7 +32,7 @@ static uintptr_t index_of(struct task *t) { return (uintptr_t)t - 1; }
 static int
 setup_with(void **state, size_t capacity)
 {
-	struct deque *dq = aligned_alloc(CACHE_LINE, sizeof(*dq));
+	struct deque *dq = test_aligned_alloc(CACHE_LINE, sizeof(*dq));
 	if (!dq || heist__deque_init(dq, capacity, hazards, THIEVES + 1))
 		return -1;
 	*state = dq;
@@ -46,7 +46,7 @@ static int
 teardown(void **state)
 {
 	heist__deque_fini(*state);
-	free(*state);
+	test_aligned_free(*state);
 	return 0;
 }
 

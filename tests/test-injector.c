@@ -59,7 +59,7 @@ submit(struct injector *q, struct task *t)
 static struct injector *
 new_injector(size_t limit)
 {
-	struct injector *q = aligned_alloc(CACHE_LINE, sizeof *q);
+	struct injector *q = test_aligned_alloc(CACHE_LINE, sizeof *q);
 
 	assert_non_null(q);
 	heist__injector_init(q, limit);
@@ -97,7 +97,7 @@ take_from_an_empty_queue_gets_nothing(void **state)
 	assert_int_equal(heist__injector_take(q, out, 4), 0);
 	assert_int_equal(heist__injector_depth(q), 0);
 	free(items);
-	free(q);
+	test_aligned_free(q);
 }
 
 static void
@@ -122,7 +122,7 @@ one_producer_is_taken_in_fifo_order(void **state)
 	}
 	assert_int_equal(heist__injector_take(q, out, MAX), 0);
 	free(items);
-	free(q);
+	test_aligned_free(q);
 }
 
 static void
@@ -141,7 +141,7 @@ take_gets_at_most_max(void **state)
 		assert_int_equal(heist__injector_depth(q), 10 - next);
 	}
 	free(items);
-	free(q);
+	test_aligned_free(q);
 }
 
 static void
@@ -158,7 +158,7 @@ take_fails_fast_while_another_consumer_holds_the_flag(void **state)
 	assert_int_equal(heist__injector_take(q, out, 3), 3);
 	assert_false(atomic_load(&q->consuming));	/* the take gave the flag back */
 	free(items);
-	free(q);
+	test_aligned_free(q);
 }
 
 /* The consumer may not hand out the last linked node while it is the tail (a producer
@@ -194,7 +194,7 @@ last_node_is_handed_out_by_putting_the_sentinel_behind_it(void **state)
 		assert_int_equal(heist__injector_take(q, out, 2), 0);
 	}
 	free(items);
-	free(q);
+	test_aligned_free(q);
 }
 
 /* heist__injector_push in two halves, as a producer preempted between them would be. */
@@ -242,7 +242,7 @@ take_stops_at_a_producer_between_exchange_and_link(void **state)
 	assert_ptr_equal(out[1], &items[2]);
 	assert_int_equal(heist__injector_depth(q), 0);
 	free(items);
-	free(q);
+	test_aligned_free(q);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -367,7 +367,7 @@ run_traffic(size_t limit, unsigned consumers)
 		assert_true(atomic_load(&tr.max_depth) <= limit);
 	free(tr.taken);
 	free(tr.items);
-	free(tr.q);
+	test_aligned_free(tr.q);
 }
 
 /* One consumer also sees each producer's items in the order it pushed them. */
@@ -449,7 +449,7 @@ reserve_blocks_at_the_limit_until_a_take_makes_room(void **state)
 	for (size_t k = 0; k < LIMIT; k++)
 		assert_int_equal(id_of(out[k]), k + 1);
 	free(items);
-	free(q);
+	test_aligned_free(q);
 }
 
 int

@@ -31,6 +31,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <windows.h>
+#include <tlhelp32.h>
+#endif
 
 #include "common.h"
 #include "pool.h"	/* white-box: the injector's consumer flag */
@@ -91,6 +95,19 @@ counted_pool(unsigned threads, unsigned max_spares)
 static int
 tasks_now(void)
 {
+#if defined(_WIN32)
+	/* A snapshot of the system's threads, this process's counted. */
+	HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
+	if (snap == INVALID_HANDLE_VALUE)
+		return -1;
+	DWORD me = GetCurrentProcessId();
+	int n = 0;
+	THREADENTRY32 e = {.dwSize = sizeof(e)};
+	for (BOOL more = Thread32First(snap, &e); more; more = Thread32Next(snap, &e))
+		n += e.th32OwnerProcessID == me;
+	CloseHandle(snap);
+	return n;
+#else
 	DIR *d = opendir("/proc/self/task");
 	if (!d)
 		return -1;
@@ -99,6 +116,7 @@ tasks_now(void)
 		n += e->d_name[0] != '.';
 	closedir(d);
 	return n;
+#endif
 }
 
 /* A sampler of /proc/self/task while a shape runs. It is static, not on a test's

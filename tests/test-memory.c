@@ -4,14 +4,20 @@
  * drains, and after the pool is destroyed, stays within a few MB of where it started.
  * Each shape of burst has its test: submitted by a worker, submitted from outside and
  * followed by destroy, submitted from outside while every worker is held, and with
- * futures waited for and released. Linux only (RSS from /proc/self/statm); native
+ * futures waited for and released. Linux (RSS from /proc/self/statm) and Windows (the
+ * working set, GetProcessMemoryInfo's: what Task Manager shows as memory); native
  * plain builds only (the sanitizers keep freed memory in quarantine on purpose, and an
  * emulator's RSS is its own as well as the program's). */
 
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <windows.h>
+#include <psapi.h>
+#endif
 
 #include "common.h"
 
@@ -24,6 +30,13 @@ enum {
 static long
 rss_bytes(void)
 {
+#if defined(_WIN32)
+	/* K32GetProcessMemoryInfo: kernel32's (Windows 7 and later), no psapi.dll. */
+	PROCESS_MEMORY_COUNTERS c = {.cb = sizeof(c)};
+	if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &c, sizeof(c)))
+		return -1;
+	return c.WorkingSetSize > (SIZE_T)LONG_MAX ? LONG_MAX : (long)c.WorkingSetSize;
+#else
 	FILE *f = fopen("/proc/self/statm", "r");
 	if (!f)
 		return -1;
@@ -31,6 +44,7 @@ rss_bytes(void)
 	int n = fscanf(f, "%ld %ld", &pages_total, &pages_resident);
 	fclose(f);
 	return n == 2 ? pages_resident * sysconf(_SC_PAGESIZE) : -1;
+#endif
 }
 
 static long rss_start;
@@ -62,7 +76,7 @@ skip_unless_measurable(void)
 	skip();	/* the RSS is qemu's too: its code cache grows as the test runs */
 #endif
 	if (rss_start < 0)
-		skip();	/* no /proc/self/statm */
+		skip_because("no resident size here (/proc/self/statm)");
 }
 
 /* RSS is back within SLACK_MB of the start: polled, since workers give back their

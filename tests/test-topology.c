@@ -5,8 +5,12 @@
  * worker count. Helpers: common.h. */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <sched.h>
+#endif
 #include <string.h>
 
 #include "common.h"
@@ -22,7 +26,7 @@ struct layout {
 #ifdef HEIST_HAVE_HWLOC
 #define NEEDS_HWLOC() ((void)0)
 #else
-#define NEEDS_HWLOC() skip()	/* synthetic topologies need hwloc */
+#define NEEDS_HWLOC() skip_because("synthetic topologies need hwloc")
 #endif
 
 static void
@@ -269,6 +273,7 @@ unpinned_pools_have_one_flat_rank(void **state)
 	heist_pool_destroy(pool);
 }
 
+#if !defined(_WIN32)
 static int
 where_am_i(void *arg)
 {
@@ -276,17 +281,22 @@ where_am_i(void *arg)
 	return sched_getaffinity(0, sizeof(*set), set) ? errno : 0;
 }
 
+#endif
+
 static void
 pinning_to_pus_gives_one_cpu_each(void **state)
 {
 	(void)state;
+#if defined(_WIN32)
+	skip_because("reads each worker's CPU mask with Linux's sched_getaffinity");
+#else
 	struct heist_config cfg = {.threads = 2, .pin = HEIST_PIN_PU};
 	heist_pool *pool;
 	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
 	struct heist_stats s;
 	assert_int_equal(heist_pool_stats(pool, &s), 0);
 	if (s.bind_failures)
-		skip();	/* binding is not allowed here: the pool still works */
+		skip_because("binding is not allowed here (the pool still works)");
 	/* Each worker's own affinity, read inside a task on it: tasks submitted from a
 	 * worker stay on it unless stolen, so use heist_run per worker until both seen. */
 	cpu_set_t seen[2];
@@ -312,8 +322,32 @@ pinning_to_pus_gives_one_cpu_each(void **state)
 	assert_int_equal(p0.bound, 1);
 	assert_string_not_equal(p0.cpus, p1.cpus);
 	heist_pool_destroy(pool);
+#endif
 }
 
+#if defined(_WIN32)
+/* Windows: the default worker count is the process's affinity mask's (a thread has no
+ * mask of its own to read): the whole test process is narrowed to one CPU, then put
+ * back. */
+static void *
+create_under_one_cpu(void *arg)
+{
+	(void)arg;
+	DWORD_PTR process, system;
+	if (!GetProcessAffinityMask(GetCurrentProcess(), &process, &system) || !process)
+		return (void *)(intptr_t)-1;
+	if (!SetProcessAffinityMask(GetCurrentProcess(), process & -process))
+		return (void *)(intptr_t)-1;
+	heist_pool *pool;
+	int err = heist_pool_create(&pool, NULL);
+	SetProcessAffinityMask(GetCurrentProcess(), process);
+	if (err)
+		return (void *)(intptr_t)-2;
+	unsigned n = heist_pool_size(pool);
+	heist_pool_destroy(pool);
+	return (void *)(intptr_t)n;
+}
+#else
 static void *
 create_under_one_cpu(void *arg)
 {
@@ -330,6 +364,7 @@ create_under_one_cpu(void *arg)
 	heist_pool_destroy(pool);
 	return (void *)(intptr_t)n;
 }
+#endif
 
 static void
 affinity_mask_bounds_the_default_worker_count(void **state)

@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if !defined(_WIN32)
 #include <sys/wait.h>
+#endif
 #include <unistd.h>
 
 #include "common.h"
@@ -613,10 +615,14 @@ first_growth_without_memory_runs_children_inline(void **state)
 static void
 expect_abort(void (*misuse)(heist_pool *), const char *what)
 {
-#ifdef TEST_TSAN
+#if defined(TEST_TSAN)
 	(void)misuse;
 	(void)what;
 	skip();	/* ThreadSanitizer does not follow a multi-threaded fork well */
+#elif defined(TEST_NO_FORK)
+	(void)misuse;
+	(void)what;
+	SKIP_WITHOUT_FORK();
 #else
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);

@@ -25,12 +25,36 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <windows.h>
+#endif
 
 #include "w8.h"		/* bench/w8.h: W8_DEPTH, W8_PAYLOAD */
 
+/* This program's file, in malloc'd memory; NULL if unknown. */
+static char *
+own_path(void)
+{
+#if defined(_WIN32)
+	/* The module's path, with / for its backslashes (Windows takes either). */
+	char *exe = malloc(MAX_PATH + 1);
+	DWORD n = exe ? GetModuleFileNameA(NULL, exe, MAX_PATH + 1) : 0;
+	if (!n || n > MAX_PATH) {
+		free(exe);
+		return NULL;
+	}
+	for (char *c = exe; *c; c++)
+		if (*c == '\\')
+			*c = '/';
+	return exe;
+#else
+	return realpath("/proc/self/exe", NULL);
+#endif
+}
+
 /* Where --help sends the reader: the installed guide if it is there; else, for a tool
  * run from its build directory (build/tools/heist-latency, the build a child of the
- * source tree), the source tree's, found from /proc/self/exe; else a description. */
+ * source tree), the source tree's, found from /proc/self/exe (Windows: the module's path); else a description. */
 static const char *
 profiler_guide(void)
 {
@@ -39,7 +63,7 @@ profiler_guide(void)
 		return HEIST_DOCDIR "/profiler.md";
 #endif
 	static char path[PATH_MAX + 32];
-	char *exe = realpath("/proc/self/exe", NULL);
+	char *exe = own_path();
 	if (exe) {
 		char *slash = exe;
 		for (int up = 0; up < 3 && slash; up++) {	/* tools/, build/, the root */

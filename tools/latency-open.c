@@ -24,7 +24,9 @@
 #include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
 #include <sys/prctl.h>
+#endif
 #include <time.h>
 
 enum {
@@ -90,7 +92,9 @@ producer_main(void *arg)
 {
 	struct producer *p = arg;
 	const struct options *o = p->r->o;
+#if defined(__linux__)
 	prctl(PR_SET_TIMERSLACK, 1UL);	/* wake when asked, not up to 50 us later */
+#endif
 	for (uint64_t k = p->id; k < p->r->open->tasks; k += o->producers) {
 		if (stop_requested())
 			break;

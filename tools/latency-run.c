@@ -19,6 +19,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <windows.h>
+#endif
 
 #include "w8.h"		/* bench/w8.h: the W8 tree heist-bench runs too */
 
@@ -28,6 +31,28 @@ enum {
 
 int latency_stop;
 
+#if defined(_WIN32)
+/* Windows has no SIGINT delivery to speak of: Ctrl-C and Ctrl-Break come to a console
+ * control handler, on a thread of its own. The first one sets the flag; the handler
+ * then takes itself off, so that a second one ends the process as usual (POSIX's
+ * SA_RESETHAND below). */
+static BOOL WINAPI
+on_ctrl(DWORD type)
+{
+	if (type != CTRL_C_EVENT && type != CTRL_BREAK_EVENT)
+		return FALSE;
+	/* relaxed: the flag orders nothing; every look at it is a poll. */
+	__atomic_store_n(&latency_stop, 1, __ATOMIC_RELAXED);
+	SetConsoleCtrlHandler(on_ctrl, FALSE);
+	return TRUE;
+}
+
+static void
+catch_sigint(void)
+{
+	SetConsoleCtrlHandler(on_ctrl, TRUE);
+}
+#else
 static void
 on_sigint(int sig)
 {
@@ -47,6 +72,7 @@ catch_sigint(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 }
+#endif
 
 /* W5: fire-and-forget tasks have no future, so the last one to finish posts. */
 static struct {

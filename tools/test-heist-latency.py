@@ -17,12 +17,16 @@ built with -Dprofiler=false. Timings are printed by the tool but never checked.
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 
 TOOL = sys.argv[1] if len(sys.argv) > 1 else "heist-latency"
+# A cross build's programs run through meson's exe wrapper (wine for Windows), which
+# meson test names in MESON_EXE_WRAPPER.
+WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
 PLOT = sys.argv[2] if len(sys.argv) > 2 else None  # tools/plot-latency, optional
 MAN = sys.argv[3] if len(sys.argv) > 3 else None  # the generated heist-latency.1, optional
 PLOT_MAN = sys.argv[4] if len(sys.argv) > 4 else None  # the generated plot-latency.1
@@ -34,7 +38,7 @@ TESTS = []
 
 
 def run(*args, code=0):
-    p = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([*WRAPPER, TOOL, *args], capture_output=True, text=True, timeout=120)
     if code is not None and p.returncode != code:
         raise AssertionError(f"{' '.join(args)}: exit {p.returncode}, expected {code}\n"
                              f"stderr: {p.stderr}")
@@ -310,7 +314,7 @@ def open_loop_meets_a_modest_rate():
 
 @test
 def sigint_prints_the_report():
-    p = subprocess.Popen([TOOL, "--json", "--depth", "30"], stdout=subprocess.PIPE,
+    p = subprocess.Popen([*WRAPPER, TOOL, "--json", "--depth", "30"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     first = p.stderr.readline()  # the long-run warning comes before the run
     check("will take about" in first and "Ctrl-C" in first, f"no warning: {first!r}")
