@@ -11,7 +11,12 @@
 
 #include "internal.h"
 
+#if !HEIST__TLS_FREED_BEFORE_KEYS
 HEIST__TLS struct heist__hold_cell heist__hold_me;
+#else
+HEIST__TLS struct heist__hold_cell *heist__hold_mine;
+const struct heist__hold_cell heist__hold_unlinked;
+#endif
 static heist__mutex cells_lock = HEIST__MUTEX_INIT;
 static struct heist__hold_cell *cells;
 static heist__key cell_key;
@@ -32,6 +37,13 @@ unlink_cell(void *p)
 	heist__mutex_unlock(&cells_lock);
 	c->linked = false;
 	c->gone = true;	/* a later enter (another key's destructor) uses the count */
+#if HEIST__TLS_FREED_BEFORE_KEYS
+	/* On the heap, and TLS's pointer to it may be gone already (platform.h): freed
+	 * here. A later enter on this thread (a destructor of the program's own, after
+	 * this one) finds no pointer, or a stale one where TLS outlived us: submitting
+	 * from a thread-exit callback is not supported there (docs/guide.md). */
+	free(c);
+#endif
 }
 
 void heist__hold_lock_all(void) { heist__mutex_lock(&cells_lock); }
@@ -46,12 +58,26 @@ make_key(void)
 bool
 heist__hold_link(void)
 {
+#if !HEIST__TLS_FREED_BEFORE_KEYS
 	struct heist__hold_cell *c = &heist__hold_me;
 	if (c->gone)
 		return false;
 	heist__once(&cell_once, make_key);
 	if (!cell_key_made || heist__key_set(cell_key, c))
 		return false;
+#else
+	heist__once(&cell_once, make_key);
+	if (!cell_key_made)
+		return false;
+	struct heist__hold_cell *c = heist__calloc(1, sizeof(*c));
+	if (!c)
+		return false;	/* the caller holds the pool by the count instead */
+	if (heist__key_set(cell_key, c)) {
+		free(c);
+		return false;
+	}
+	heist__hold_mine = c;
+#endif
 	heist__mutex_lock(&cells_lock);
 	c->prev = NULL;
 	c->next = cells;

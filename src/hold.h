@@ -22,8 +22,28 @@ struct heist__hold_cell {
 	bool gone;				/* unlinked at its thread's exit */
 };
 
+#if !HEIST__TLS_FREED_BEFORE_KEYS
 /* This thread's cell. initial-exec: one %fs-relative access, as heist__self_v2. */
 extern HEIST__TLS struct heist__hold_cell heist__hold_me;
+#else
+/* Where TLS may be gone before the key's destructor runs (platform.h), the cell is on
+ * the heap, made at the first enter, and TLS keeps a pointer; NULL: none yet. */
+extern HEIST__TLS struct heist__hold_cell *heist__hold_mine;
+extern const struct heist__hold_cell heist__hold_unlinked;
+#endif
+
+/* This thread's cell (where it is on the heap and not made yet, an unlinked one that
+ * is only read). */
+static inline struct heist__hold_cell *
+heist__hold_cell(void)
+{
+#if !HEIST__TLS_FREED_BEFORE_KEYS
+	return &heist__hold_me;
+#else
+	struct heist__hold_cell *c = heist__hold_mine;
+	return c ? c : (struct heist__hold_cell *)&heist__hold_unlinked;
+#endif
+}
 
 /* This thread's first enter: link its cell; false if it cannot be (no thread key). */
 bool heist__hold_link(void);
@@ -35,9 +55,12 @@ bool heist__hold_link(void);
 static inline bool
 heist__hold_enter(struct heist_pool *pool)
 {
-	struct heist__hold_cell *c = &heist__hold_me;
-	if (unlikely(!c->linked) && !heist__hold_link())
-		return false;
+	struct heist__hold_cell *c = heist__hold_cell();
+	if (unlikely(!c->linked)) {
+		if (!heist__hold_link())
+			return false;
+		c = heist__hold_cell();
+	}
 	/* release: a destroy that reads this value saw every access of ours to the
 	 * pool we were in before (the store of NULL that ended that hold came first). */
 	atomic_store_explicit(&c->pool, pool, memory_order_release);
@@ -49,7 +72,7 @@ heist__hold_enter(struct heist_pool *pool)
 static inline bool
 heist__hold_leave(void)
 {
-	struct heist__hold_cell *c = &heist__hold_me;
+	struct heist__hold_cell *c = heist__hold_cell();
 	if (unlikely(!c->linked))
 		return false;
 	atomic_store_explicit(&c->pool, NULL, memory_order_release);

@@ -193,7 +193,8 @@ static void
 cache_exit(void *p)
 {
 	struct cache *c = p;
-	my_cache = NULL;
+	if (!HEIST__TLS_FREED_BEFORE_KEYS)
+		my_cache = NULL;	/* else gone already, or brought back if touched */
 	/* acquire: pairs with the release CAS of remote frees, so their records'
 	 * contents are ours to free. */
 	struct record *r = atomic_exchange_explicit(&c->remote, ORPHANED, memory_order_acquire);
@@ -231,7 +232,9 @@ may_hold(struct held *h)
 {
 	if (h->keyed)
 		return true;
-	return !h->gone && start_holding(h);
+	/* Where a destructor could not reach h (platform.h), nothing is held: each
+	 * record goes home at once. */
+	return !HEIST__TLS_FREED_BEFORE_KEYS && !h->gone && start_holding(h);
 }
 
 static struct cache *

@@ -50,6 +50,18 @@
 #define HEIST__TLS_EXPORTED 1
 #endif
 
+/* Whether a thread's HEIST__TLS variables may be gone when its heist__key destructors
+ * run. On Windows with MinGW gcc they are emulated (blocks of the C heap), and a thread
+ * started by winpthreads frees them when its function returns, before Windows calls
+ * the fiber-local storage callbacks that run the destructors; so no destructor there
+ * may be given, or touch, a thread-local variable (hold.c keeps its cell on the heap,
+ * record.c holds no records of other threads). */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#define HEIST__TLS_FREED_BEFORE_KEYS 1
+#else
+#define HEIST__TLS_FREED_BEFORE_KEYS 0
+#endif
+
 /* ---- waiting on a word (the futex class) ------------------------------------------ */
 
 /* Sleep while *word == expected, for at most timeout_ns (0: no limit). Returns on a
