@@ -109,9 +109,14 @@ heist__futex_wake(_Atomic uint32_t *word, int n)
 	int saved = errno;
 	struct entry *e = entry_of(word);
 	pthread_mutex_lock(&e->lock);
-	if (e->sleepers)
-		pthread_cond_broadcast(&e->cond);
+	unsigned sleepers = e->sleepers;
 	pthread_mutex_unlock(&e->lock);
+	/* After the unlock, so that the woken do not wake into a lock we still hold.
+	 * A sleeper counted above is inside pthread_cond_wait (it counted itself and
+	 * slept under the lock we then took), so the broadcast reaches it; one that
+	 * comes after our unlock sees the word as the waker changed it. */
+	if (sleepers)
+		pthread_cond_broadcast(&e->cond);
 	errno = saved;
 }
 
