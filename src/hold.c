@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* hold.c - one cell per thread that ever entered a pool from outside, on a list that
- * destroy walks. A cell lives in the thread's TLS and is linked on the thread's first
- * enter; a thread key's destructor unlinks it before the thread's TLS goes. The list
+ * destroy walks. A cell lives in the thread's TLS (on the heap where TLS may go before
+ * the key's destructor runs: platform.h, HEIST__TLS_FREED_BEFORE_KEYS) and is linked on
+ * the thread's first enter; a thread key's destructor unlinks it. The list
  * is changed and walked under one lock, which a fork keeps whole (inherit.c takes it
  * around fork(), after the registry's, the order in which enter_if_alive takes them). */
 #include "hold.h"

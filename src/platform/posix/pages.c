@@ -8,10 +8,10 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 /* MAP_ANONYMOUS is POSIX.1-2024's; older headers show it with their own extensions,
- * which these ask for beside strict POSIX.1-2008 (glibc and musl, macOS, FreeBSD). */
+ * which these documented macros ask for beside strict POSIX.1-2008 (glibc and musl,
+ * macOS). A system that hides it otherwise gets the aligned_alloc fallback below. */
 #define _DEFAULT_SOURCE 1
 #define _DARWIN_C_SOURCE 1
-#define __BSD_VISIBLE 1
 #include "../platform.h"
 
 #include <errno.h>
