@@ -184,6 +184,19 @@ heist__job_complete(struct heist_future *j, int r)
 	finish(j);
 }
 
+void
+heist__job_forgo(struct heist_future *j, int r)
+{
+	/* Nobody else takes it (it was never queued, and REF_UNQUEUED kept waiters
+	 * from claiming it), so its belongings are ours either way. */
+	bool won = heist__job_take(j);
+	drop_belongings(j);
+	if (!won)
+		return;	/* its own future cancelled it first */
+	j->task.result = r;
+	finish(j);
+}
+
 /* Run a job that heist__job_take gave us. Its belongings go before it is marked
  * done: once it is, the last reference may go at any moment. The job names its
  * runner, so that its waiters may help it and follow what it waits for (wait.c): a

@@ -199,6 +199,12 @@ heist__job_ref(struct heist_future *j)
  * waiters and firing its list, unless its own future cancelled it first. */
 void heist__job_complete(struct heist_future *j, int r);
 
+/* A job that was never queued and never will be (a continuation that could not be
+ * queued, a dependent task whose input failed): QUEUED -> DONE with result r, unless
+ * its own future cancelled it first, and what it holds (its token) dropped either way.
+ * The caller holds the reference the queue would have had, and still must release it. */
+void heist__job_forgo(struct heist_future *j, int r);
+
 /* The job reached its final state (the caller stored it with seq_cst, and holds a
  * reference): run what waits for that (struct heist__then). future.c. */
 void heist__job_finalized(struct heist_future *j);

@@ -36,7 +36,7 @@ struct group_node {
 	struct heist_group *g;
 };
 
-static_assert(sizeof(struct group_node) <= JOB_INLINE_COPY, "a group node fits a job");
+static_assert(sizeof(struct group_node) <= GROUP_NODE_BYTES, "a group node fits a job");
 
 static void
 group_fire(struct heist__then *n, struct heist_future *j)
@@ -212,12 +212,27 @@ heist__group_sleep(struct heist_group *g, uint64_t timeout_ns)
 bool
 heist__group_owns(const struct heist_group *g, struct heist_future *j)
 {
-	/* A group job's list is its own node until it is final (nobody else can hang
-	 * anything on it: group_submit returns no future). relaxed: the node was
-	 * written before the job was queued, which we took it from. */
-	struct heist__then *head = atomic_load_explicit(&j->thens, memory_order_relaxed);
-	return head == (struct heist__then *)(void *)j->inline_copy &&
-	       head->fire == group_fire && ((struct group_node *)(void *)head)->g == g;
+	/* A group job carries its node at the start of its inline_copy, and only group
+	 * jobs lend their token (REF_LENT). Its list may hold other nodes above its
+	 * own (a dependent task of the group has a future, and what waits for it).
+	 * relaxed: both were written before the job was queued, which we took it
+	 * from. */
+	const struct group_node *n = (const struct group_node *)(const void *)j->inline_copy;
+	return (atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_LENT) &&
+	       n->then.fire == group_fire && n->g == g;
+}
+
+void
+heist__group_adopt(struct heist_group *g, struct heist_future *j)
+{
+	/* The group's token, lent: the group outlives its jobs (destroy waits for
+	 * them), so they need not count references to it, on a shared line. */
+	j->token = g->token;
+	heist__job_set_flag(j, REF_LENT, true);
+	struct group_node *n = (struct group_node *)(void *)j->inline_copy;
+	*n = (struct group_node){{NULL, group_fire}, g};
+	heist__job_then(j, &n->then);	/* a new job: it cannot be final yet */
+	count_in(g);
 }
 
 HEIST_EXPORT int
@@ -264,14 +279,7 @@ heist_group_submit(heist_group *g, heist_fn fn, void *arg)
 	struct heist_future *j = heist__job_new(fn, arg, false);
 	if (!j)
 		return ENOMEM;
-	/* The group's token, lent: the group outlives its jobs (destroy waits for
-	 * them), so they need not count references to it, on a shared line. */
-	j->token = g->token;
-	heist__job_set_flag(j, REF_LENT, true);
-	struct group_node *n = (struct group_node *)(void *)j->inline_copy;
-	*n = (struct group_node){{NULL, group_fire}, g};
-	heist__job_then(j, &n->then);	/* a new job: it cannot be final yet */
-	count_in(g);
+	heist__group_adopt(g, j);
 	int err = heist__submit_job(g->pool, j, NULL);
 	if (err)
 		heist__group_count_out(g);	/* the job was discarded, never fired */

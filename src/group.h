@@ -46,6 +46,15 @@ struct heist_group {
  * that was the last. */
 void heist__group_count_out(struct heist_group *g);
 
+/* What a group job keeps at the start of its inline_copy (its node on its own list);
+ * a dependent task of a group keeps its own fields after it (then.c). */
+enum { GROUP_NODE_BYTES = 24 };
+
+/* Make j, a new job nobody else has seen, one of g's: it uses g's token, lent, and
+ * counts out of g once it is final. Counted in now: the caller counts it out
+ * (heist__group_count_out) if j is then never queued nor made final. */
+void heist__group_adopt(struct heist_group *g, struct heist_future *j);
+
 /* Whether job j, taken from a queue, is one of g's and not yet final. */
 bool heist__group_owns(const struct heist_group *g, struct heist_future *j);
 

@@ -33,6 +33,7 @@
 #include "cancel.h"
 #include "platform/platform.h"
 #include "future.h"
+#include "group.h"
 #include "pool.h"
 #include "submit.h"
 #include "worker.h"
@@ -136,7 +137,7 @@ queue_continuation(struct heist_future *c)
 {
 	int err = heist__submit_continuation(c);
 	if (err) {
-		heist__job_complete(c, err);	/* unless cancelled meanwhile */
+		heist__job_forgo(c, err);	/* unless cancelled meanwhile */
 		heist__job_release(c);
 	}
 }
@@ -194,7 +195,16 @@ heist_future_then(heist_future *f, heist_fn fn, void *arg, heist_future **out)
 	return err;
 }
 
-/* ---- when_all ---- */
+/* ---- when_all and dependent tasks ---- */
+
+/* A when_all future W and a dependent task D both wait for n inputs with a table: a
+ * node per input, hung on the input's list, and a count of inputs not yet final (and
+ * one for the setup itself, so that the end cannot come while inputs are still being
+ * linked). The last input to end settles the table: W completes with the first
+ * nonzero input result in array order; D is queued, or ends with that result without
+ * running. The table holds a reference to each input until its lease is over, and one
+ * to W or D until it is settled (D's becomes the queue's). Up to ALL_IN_RECORD inputs
+ * the table is a record from the thread's cache (record.h), beyond that one malloc. */
 
 struct all;
 
@@ -205,58 +215,155 @@ struct all_input {
 };
 
 struct all {
-	struct heist_future *w;
-	size_t n;
+	struct heist_future *w;	/* W or D */
 	_Atomic size_t left;	/* inputs not final, + 1 while the setup runs */
+	uint32_t n;
+	uint32_t flags;		/* D's heist_after.flags */
 	struct all_input in[];
 };
 
-/* A when_all future W keeps, in its inline_copy, its struct all and the lease on it:
- * the inputs are let go, and the struct freed, when the lease is over. */
+enum { ALL_IN_RECORD = (RECORD_BYTES - sizeof(struct all)) / sizeof(struct all_input) };
+static_assert(ALL_IN_RECORD >= 3, "a dependent task of 3 inputs: a table in a record");
+
+/* W and D keep, in their inline_copy, their table and the lease on it: the inputs are
+ * let go, and the table freed, when the lease is over. At ALL_OWN, after the node a
+ * dependent task of a group keeps first (group.h); a continuation's struct cont is at
+ * the start, which is how heist__job_each_dep tells the kinds apart. */
 struct all_ref {
 	struct all *all;
 	_Atomic uint32_t lease;
 };
-static_assert(sizeof(struct all_ref) <= JOB_INLINE_COPY, "a when_all's record");
+#define ALL_OWN ((GROUP_NODE_BYTES + 15) / 16 * 16)
+static_assert(ALL_OWN + sizeof(struct all_ref) <= JOB_INLINE_COPY, "a dependent's record");
+
+static struct all_ref *
+all_ref(struct heist_future *j)
+{
+	return (struct all_ref *)(void *)(j->inline_copy + ALL_OWN);
+}
+
+static struct all *
+all_alloc(size_t n)
+{
+	if (n <= ALL_IN_RECORD)
+		return heist__record_alloc();
+	if (n > (SIZE_MAX - sizeof(struct all)) / sizeof(struct all_input) || n > UINT32_MAX)
+		return NULL;
+	return heist__malloc(sizeof(struct all) + n * sizeof(struct all_input));
+}
+
+static void
+all_dealloc(struct all *a, size_t n)
+{
+	if (n <= ALL_IN_RECORD)
+		heist__record_free(a);
+	else
+		free(a);
+}
 
 /* The inputs are let go. */
 static void
 all_free(struct all *a)
 {
-	for (size_t i = 0; i < a->n; i++)
+	size_t n = a->n;
+	for (size_t i = 0; i < n; i++)
 		heist__job_release(a->in[i].f);
-	free(a);
+	all_dealloc(a, n);
 }
 
-/* Every input is final: W's result, W final. W holds a reference to itself until
- * here; the inputs are let go once no waiter of W reads them. */
+/* Every input is final: the first nonzero result among them in array order, or 0;
+ * the inputs are let go once no waiter of W or D reads them. */
+static int
+all_settle(struct all *a)
+{
+	int r = 0;
+	for (size_t i = 0; i < a->n && !r; i++)
+		r = final_result(a->in[i].f);
+	if (lease_return(&all_ref(a->w)->lease, LEASE_OPEN))
+		all_free(a);
+	return r;
+}
+
+/* D's inputs are final, with result r (all_settle): queue it, or end it without
+ * running. Consumes the table's reference to D. */
+static void
+after_ready(struct heist_future *d, int r, uint32_t flags)
+{
+	/* relaxed: a peek; D's own cancel or the queue's take decides later. */
+	bool queued = (atomic_load_explicit(&d->state, memory_order_relaxed) & FUT_MASK) ==
+		      FUT_QUEUED;
+	if (queued && (!r || (flags & HEIST_AFTER_ALWAYS))) {
+		queue_continuation(d);
+	} else {
+		heist__job_forgo(d, r);	/* unless its future cancelled it first */
+		heist__job_release(d);
+	}
+}
+
 static void
 all_complete(struct all *a)
 {
 	struct heist_future *w = a->w;
-	int r = 0;
-	for (size_t i = 0; i < a->n && !r; i++)
-		r = final_result(a->in[i].f);
-	if (lease_return(&OWN_FIELDS(struct all_ref, w)->lease, LEASE_OPEN))
-		all_free(a);
+	uint32_t flags = a->flags;	/* before the settle: a may go with it */
+	int r = all_settle(a);
+	if (w->task.fn) {
+		after_ready(w, r, flags);
+		return;
+	}
 	heist__job_complete(w, r);	/* unless W's own future cancelled it */
 	heist__job_release(w);
 }
 
-static void
+/* Whether this count down was the last. */
+static bool
 all_count_down(struct all *a)
 {
 	/* acq_rel: the last to count down sees every input's final state, which each
 	 * firer saw (or stored) before its own count down. */
-	if (atomic_fetch_sub_explicit(&a->left, 1, memory_order_acq_rel) == 1)
-		all_complete(a);
+	return atomic_fetch_sub_explicit(&a->left, 1, memory_order_acq_rel) == 1;
 }
 
 static void
 all_fire(struct heist__then *n, struct heist_future *f)
 {
 	(void)f;
-	all_count_down(((struct all_input *)(void *)n)->all);
+	struct all *a = ((struct all_input *)(void *)n)->all;
+	if (all_count_down(a))
+		all_complete(a);
+}
+
+/* Hang j's table on the n inputs; returns whether the setup's own count down was the
+ * last (every input was final already): then settling is the caller's. a->w holds
+ * the caller's counted reference to j until it is settled. */
+static bool
+all_link(struct all *a, struct heist_future *j, heist_future *const *fs, size_t n,
+	 uint32_t flags)
+{
+	a->w = j;
+	a->n = (uint32_t)n;
+	a->flags = flags;
+	atomic_init(&a->left, n + 1);
+	struct all_ref *r = all_ref(j);
+	r->all = a;
+	atomic_init(&r->lease, LEASE_OPEN);
+	for (size_t i = 0; i < n; i++) {
+		a->in[i] = (struct all_input){{NULL, all_fire}, fs[i], a};
+		heist__job_ref(fs[i]);
+		if (!heist__job_then(fs[i], &a->in[i].node) && all_count_down(a))
+			all_complete(a);	/* final already; never the last here */
+	}
+	return all_count_down(a);	/* the setup's own count */
+}
+
+static bool
+futures_valid(heist_future *const *fs, size_t n)
+{
+	if (n && !fs)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!fs[i])
+			return false;
+	return true;
 }
 
 HEIST_EXPORT int
@@ -264,38 +371,101 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 {
 	if (out)
 		*out = NULL;
-	if (!pool || !out || (n && !fs))
+	if (!pool || !out || !futures_valid(fs, n))
 		return EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if (!fs[i])
-			return EINVAL;
 	struct heist_future *w = heist__job_new(NULL, NULL, true);
-	struct all *a = n <= (SIZE_MAX - sizeof(*a)) / sizeof(a->in[0])
-				? heist__malloc(sizeof(*a) + n * sizeof(a->in[0]))
-				: NULL;
+	struct all *a = all_alloc(n);
 	if (!w || !a) {
-		free(a);
+		if (a)
+			all_dealloc(a, n);
 		if (w)
 			heist__job_discard(w);
 		return ENOMEM;
 	}
 	w->task.pool = pool;
 	heist__job_set_flag(w, REF_UNQUEUED | REF_DEPS, true);	/* W never runs */
-	a->w = w;	/* holds w's counted reference until it completes */
-	a->n = n;
-	atomic_init(&a->left, n + 1);
-	struct all_ref *r = OWN_FIELDS(struct all_ref, w);
-	r->all = a;
-	atomic_init(&r->lease, LEASE_OPEN);
 	*out = w;
-	for (size_t i = 0; i < n; i++) {
-		a->in[i] = (struct all_input){{NULL, all_fire}, fs[i], a};
-		heist__job_ref(fs[i]);
-		if (!heist__job_then(fs[i], &a->in[i].node))
-			all_count_down(a);	/* final already */
-	}
-	all_count_down(a);	/* the setup's own count */
+	if (all_link(a, w, fs, n, 0))
+		all_complete(a);
 	return 0;
+}
+
+static int
+after_check(heist_pool **pool, heist_future *const *inputs, size_t n, heist_fn fn,
+	    const struct heist_after *opt)
+{
+	struct heist_after none = {0};
+	if (!opt)
+		opt = &none;
+	if (!*pool && opt->group)
+		*pool = opt->group->pool;
+	if (!*pool || !fn || !futures_valid(inputs, n) || (opt->flags & ~HEIST_AFTER_ALWAYS) ||
+	    (opt->group && (opt->group->pool != *pool || opt->cancel)))
+		return EINVAL;
+	return 0;
+}
+
+/* D's inputs were all final at the call: queue it now, or end it, as the last input
+ * would have; but a D that cannot be queued is taken back (nobody else has seen it)
+ * and the call fails. */
+static int
+after_settled_at_once(struct heist_future *d, struct all *a, struct heist_group *g,
+		      heist_future **out)
+{
+	uint32_t flags = a->flags;	/* before the settle: a may go with it */
+	int r = all_settle(a);
+	if (r && !(flags & HEIST_AFTER_ALWAYS)) {
+		after_ready(d, r, 0);
+		return 0;
+	}
+	int err = heist__submit_continuation(d);
+	if (err) {
+		if (out)
+			*out = NULL;
+		heist__job_discard(d);
+		if (g)
+			heist__group_count_out(g);	/* counted in, never fired */
+	}
+	return err;
+}
+
+HEIST_EXPORT int
+heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heist_fn fn,
+		   void *arg, const struct heist_after *opt, heist_future **out)
+{
+	if (out)
+		*out = NULL;
+	int err = after_check(&pool, inputs, n, fn, opt);
+	if (err)
+		return err;
+	struct heist_future *d = heist__job_new(fn, arg, out != NULL);
+	struct all *a = all_alloc(n);
+	if (!d || !a) {
+		if (a)
+			all_dealloc(a, n);
+		if (d)
+			heist__job_discard(d);
+		return ENOMEM;
+	}
+	d->task.pool = pool;
+	heist__job_set_flag(d, REF_UNQUEUED | REF_DEPS, true);	/* not before its inputs */
+	struct heist_group *g = opt ? opt->group : NULL;
+	if (g) {
+		heist__group_adopt(g, d);
+	} else {
+		/* Not a continuation's (heist__job_each_dep reads this). */
+		OWN_FIELDS(struct cont, d)->node.fire = NULL;
+		if (opt && opt->cancel) {
+			heist__cancel_acquire(opt->cancel);
+			d->token = opt->cancel;
+		}
+	}
+	uint32_t flags = opt ? opt->flags : 0;
+	if (out)
+		*out = d;
+	if (!all_link(a, d, inputs, n, flags))
+		return 0;
+	return after_settled_at_once(d, a, g, out);
 }
 
 /* ---- helping ---- */
@@ -307,7 +477,7 @@ heist__job_each_dep(struct heist_future *j, void (*each)(void *ctx, struct heist
 	/* relaxed: REF_DEPS was set before anyone could see j. */
 	if (!(atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_DEPS))
 		return;
-	if (j->task.fn) {	/* a continuation */
+	if (j->task.fn && OWN_FIELDS(struct cont, j)->node.fire == cont_fire) {
 		struct cont *k = OWN_FIELDS(struct cont, j);
 		if (!lease_borrow(&k->lease))
 			return;
@@ -318,7 +488,7 @@ heist__job_each_dep(struct heist_future *j, void (*each)(void *ctx, struct heist
 			heist__job_release(f);
 		return;
 	}
-	struct all_ref *r = OWN_FIELDS(struct all_ref, j);
+	struct all_ref *r = all_ref(j);
 	if (!lease_borrow(&r->lease))
 		return;
 	struct all *a = r->all;

@@ -642,6 +642,57 @@ HEIST_EXPORT void heist_group_cancel(heist_group *g);
 HEIST_EXPORT void heist_group_destroy(heist_group *g);
 
 /* ---------------------------------------------------------------------------------- */
+/* Dependent tasks: a task that runs once other tasks are done (a task graph's node)   */
+
+/** heist_after.flags: run the task even when an input failed or was cancelled; it may
+ * then read each input's result through its future (which the caller keeps for it). */
+#define HEIST_AFTER_ALWAYS 1u
+
+/** How a dependent task is submitted (heist_submit_after). A zero-filled struct, or a
+ * NULL pointer, means: no token, no group, run only if every input succeeded. */
+struct heist_after {
+	heist_cancel *cancel;	/* a token that cancels the task (a reference is
+				   taken), or NULL; not with group, which has its own */
+	heist_group *group;	/* the group the task belongs to, or NULL: the group's
+				   wait covers it from the call on, and its result is one
+				   of the group's (the group's first error cancels it) */
+	unsigned flags;		/* 0, or HEIST_AFTER_ALWAYS */
+};
+
+/**
+ * Submit fn(arg) to run on pool once all n input futures are done, in one job record
+ * (one allocation besides it for more than 3 inputs): no thread blocks or polls
+ * meanwhile, and no intermediate future is made. The inputs may be any futures, of any
+ * pools: submits, continuations, when_alls, other dependent tasks (with the group's
+ * tasks, a task graph). The call holds its own reference to each input until the task
+ * is runnable, so the caller may release them at once; what the inputs' tasks wrote is
+ * visible to fn.
+ * If an input failed (a nonzero result) or was cancelled, the task does not run: its
+ * future gives the first such input's result in array order (ECANCELED for one that was
+ * cancelled), and a group it belongs to counts that as its error. With
+ * HEIST_AFTER_ALWAYS it runs anyway, and its own result is its future's. Cancelled
+ * before it runs (by its future, its token or its group), it never runs and gives
+ * ECANCELED; the inputs go on. n = 0: runnable at once, as heist_submit.
+ * A waiter of its future never runs it early; a waiting worker may run its inputs.
+ * Once runnable it is queued as a continuation is (heist_future_then): by the thread
+ * that finished the last input, counted as that input's work by heist_pool_wait_idle;
+ * if its pool is destroyed before then, it ends with ESHUTDOWN, never run (a group's
+ * destroy waits for it first).
+ * @param[in] pool  The pool fn runs on; NULL to use opt->group's pool.
+ * @param[in] inputs  n futures, each not NULL; the caller keeps its own references.
+ * @param[in] opt  Token, group and flags, or NULL for none.
+ * @param[out] out  Receives the task's future, or NULL for fire-and-forget.
+ * @returns 0; EINVAL if fn is NULL, there is no pool, inputs is NULL with n > 0 or holds
+ *          a NULL, opt->group's pool is not pool, opt has both a token and a group, or
+ *          opt->flags has an unknown bit; ENOMEM; ESHUTDOWN if every input is done and
+ *          the pool is destroyed or being destroyed (nothing was queued).
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n,
+				    heist_fn fn, void *arg, const struct heist_after *opt,
+				    heist_future **out);
+
+/* ---------------------------------------------------------------------------------- */
 /* Data parallelism                                                                   */
 
 /** A loop body: runs on the half-open range [begin, end); nonzero stops the loop. */

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT */
+/* test-after.c - dependent tasks (heist_submit_after, src/then.c): a task runs once all
+ * its inputs are done and never before, with 0, 1-3 (a table in a record) and many
+ * inputs (a table from malloc); an input's error or cancellation ends it unrun with the
+ * first such result in array order, unless HEIST_AFTER_ALWAYS; its own future, its
+ * token and its group cancel it; a group's wait covers it and takes its error; a task
+ * graph of dependent tasks (stencil_1d of W10) gives the serial answer, submitted from
+ * outside and from a task; waits on one worker with no spare run the inputs; a pool
+ * destroyed first gives ESHUTDOWN; bad input; allocation failures. Helpers: common.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* meson passes it too */
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "faults.h"
+
+/* Inputs that end only when the test opens their hold. */
+static struct hold gate;
+
+struct seen {
+	atomic_int inputs_done;	/* inputs that have returned */
+	atomic_int early;	/* the dependent ran with inputs not done */
+	atomic_int runs;
+	int expect;		/* inputs */
+};
+
+static struct seen seen;
+
+static int
+gated_input(void *arg)
+{
+	hold_pass(&gate);
+	atomic_fetch_add(&seen.inputs_done, 1);
+	return (int)(intptr_t)arg;
+}
+
+static int
+dependent(void *arg)
+{
+	if (atomic_load(&seen.inputs_done) != seen.expect)
+		atomic_store(&seen.early, 1);
+	atomic_fetch_add(&seen.runs, 1);
+	return (int)(intptr_t)arg;
+}
+
+static void
+reset(int inputs)
+{
+	memset(&gate, 0, sizeof gate);
+	atomic_store(&seen.inputs_done, 0);
+	atomic_store(&seen.early, 0);
+	atomic_store(&seen.runs, 0);
+	seen.expect = inputs;
+}
+
+/* n gated inputs returning results[i] (0 if results is NULL). */
+static void
+submit_inputs(heist_pool *pool, heist_future **fs, size_t n, const int *results)
+{
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(heist_submit(pool, gated_input,
+					      (void *)(intptr_t)(results ? results[i] : 0), &fs[i]),
+				 0);
+}
+
+static void
+release_all(heist_future **fs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		heist_future_release(fs[i]);
+}
+
+static void
+runs_after_all_its_inputs_and_never_before(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	static const size_t sizes[] = {1, 2, 3, 4, 17};	/* record table, then malloc */
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		size_t n = sizes[k];
+		heist_future *fs[17], *d;
+		reset((int)n);
+		submit_inputs(pool, fs, n, NULL);
+		assert_int_equal(heist_submit_after(pool, fs, n, dependent, (void *)5, NULL, &d),
+				 0);
+		release_all(fs, n);	/* the dependent holds its own references */
+		nap(2 * 1000 * 1000);
+		assert_false(heist_future_done(d));
+		assert_int_equal(atomic_load(&seen.runs), 0);
+		atomic_store(&gate.open, 1);
+		assert_int_equal(watched(d), 5);
+		assert_int_equal(atomic_load(&seen.runs), 1);
+		assert_int_equal(atomic_load(&seen.early), 0);
+	}
+	heist_pool_destroy(pool);
+}
+
+static void
+with_no_inputs_or_done_inputs_runs_at_once(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	heist_future *d, *f[2];
+	reset(0);
+	assert_int_equal(heist_submit_after(pool, NULL, 0, dependent, (void *)3, NULL, &d), 0);
+	assert_int_equal(watched(d), 3);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(heist_submit(pool, ret_int, NULL, &f[i]), 0);
+		assert_int_equal(heist_future_wait(f[i]), 0);
+	}
+	assert_int_equal(heist_submit_after(pool, f, 2, dependent, (void *)4, NULL, &d), 0);
+	assert_int_equal(watched(d), 4);
+	/* Fire-and-forget: counted by the pool's idle wait. */
+	assert_int_equal(heist_submit_after(pool, f, 2, dependent, NULL, NULL, NULL), 0);
+	assert_int_equal(heist_pool_wait_idle(pool), 0);
+	assert_int_equal(atomic_load(&seen.runs), 3);
+	release_all(f, 2);
+	heist_pool_destroy(pool);
+}
+
+static void
+a_failed_or_cancelled_input_ends_it_unrun(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	/* The first nonzero result in array order, whatever order they end in. */
+	const int results[4] = {0, 5, 9, 0};
+	heist_future *fs[4], *d, *always;
+	reset(4);
+	submit_inputs(pool, fs, 4, results);
+	assert_int_equal(heist_submit_after(pool, fs, 4, dependent, NULL, NULL, &d), 0);
+	struct heist_after run_anyway = {.flags = HEIST_AFTER_ALWAYS};
+	assert_int_equal(heist_submit_after(pool, fs, 4, dependent, (void *)6, &run_anyway,
+					    &always),
+			 0);
+	atomic_store(&gate.open, 1);
+	assert_int_equal(watched(d), 5);
+	assert_int_equal(watched(always), 6);	/* it ran, and its result is its own */
+	assert_int_equal(atomic_load(&seen.runs), 1);
+	release_all(fs, 4);
+
+	/* A cancelled input: ECANCELED, and the dependent never runs. */
+	static struct hold busy;
+	heist_future *held, *in[2];
+	heist_pool *one = make_pool(1);
+	hold_worker(one, &busy, &held);
+	assert_int_equal(heist_submit(one, ret_int, NULL, &in[0]), 0);
+	assert_int_equal(heist_submit(one, ret_int, (void *)8, &in[1]), 0);
+	heist_future_cancel(in[0]);
+	reset(2);
+	assert_int_equal(heist_submit_after(pool, in, 2, dependent, NULL, NULL, &d), 0);
+	atomic_store(&busy.open, 1);
+	assert_int_equal(watched(d), ECANCELED);
+	assert_int_equal(atomic_load(&seen.runs), 0);
+	assert_int_equal(watched(held), 0);
+	release_all(in, 2);
+	heist_pool_destroy(one);
+	heist_pool_destroy(pool);
+}
+
+static void
+its_future_or_token_cancels_it(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	heist_future *fs[2], *by_future, *by_token;
+	heist_cancel *token;
+	assert_int_equal(heist_cancel_create(&token), 0);
+	reset(2);
+	submit_inputs(pool, fs, 2, NULL);
+	struct heist_after opt = {.cancel = token};
+	assert_int_equal(heist_submit_after(pool, fs, 2, dependent, NULL, NULL, &by_future), 0);
+	assert_int_equal(heist_submit_after(pool, fs, 2, dependent, NULL, &opt, &by_token), 0);
+	heist_cancel_release(token);	/* the task holds its own reference */
+	heist_future_cancel(by_future);
+	assert_int_equal(watched(by_future), ECANCELED);	/* at once: inputs still held */
+	heist_cancel_request(token);
+	atomic_store(&gate.open, 1);
+	assert_int_equal(watched(by_token), ECANCELED);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(heist_future_wait(fs[i]), 0);	/* the inputs went on */
+	assert_int_equal(atomic_load(&seen.runs), 0);
+	release_all(fs, 2);
+	heist_pool_destroy(pool);
+}
+
+static void
+a_group_waits_for_it_and_takes_its_error(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	heist_group *g;
+	assert_int_equal(heist_group_create(pool, &g), 0);
+	heist_future *fs[3], *d1, *d2;
+	reset(3);
+	submit_inputs(pool, fs, 3, NULL);
+	struct heist_after in_group = {.group = g};
+	/* d2 after d1, both in the group, both with futures; pool from the group. */
+	assert_int_equal(heist_submit_after(NULL, fs, 3, dependent, NULL, &in_group, &d1), 0);
+	assert_int_equal(heist_submit_after(pool, &d1, 1, ret_int, (void *)7, &in_group, &d2), 0);
+	atomic_store(&gate.open, 1);
+	assert_int_equal(heist_group_wait(g), 7);	/* covers both: d2's 7 is its error */
+	assert_true(heist_future_done(d1) && heist_future_done(d2));
+	assert_int_equal(heist_future_wait(d1), 0);
+	assert_int_equal(heist_future_wait(d2), 7);
+	assert_int_equal(atomic_load(&seen.runs), 1);
+	heist_future_release(d1);
+	heist_future_release(d2);
+	release_all(fs, 3);
+	heist_group_destroy(g);
+
+	/* An input's error ends the dependent unrun, and is the group's error. */
+	assert_int_equal(heist_group_create(pool, &g), 0);
+	in_group.group = g;
+	const int results[1] = {4};
+	heist_future *bad, *after_bad;
+	reset(1);
+	submit_inputs(pool, &bad, 1, results);
+	assert_int_equal(heist_submit_after(NULL, &bad, 1, dependent, NULL, &in_group,
+					    &after_bad), 0);
+	atomic_store(&gate.open, 1);
+	assert_int_equal(heist_group_wait(g), 4);
+	assert_int_equal(heist_future_wait(after_bad), 4);
+	heist_future_release(after_bad);
+	heist_future_release(bad);
+	heist_group_destroy(g);
+
+	/* The group's cancel reaches a dependent task still waiting for its inputs. */
+	assert_int_equal(heist_group_create(pool, &g), 0);
+	in_group.group = g;
+	heist_future *in, *pending;
+	reset(1);
+	submit_inputs(pool, &in, 1, NULL);
+	assert_int_equal(heist_submit_after(NULL, &in, 1, dependent, NULL, &in_group, &pending),
+			 0);
+	heist_group_cancel(g);
+	atomic_store(&gate.open, 1);
+	assert_int_equal(heist_group_wait(g), ECANCELED);
+	assert_int_equal(heist_future_wait(pending), ECANCELED);
+	assert_int_equal(heist_future_wait(in), 0);
+	assert_int_equal(atomic_load(&seen.runs), 0);
+	heist_future_release(pending);
+	heist_future_release(in);
+	heist_group_destroy(g);
+	heist_pool_destroy(pool);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* A task graph: W10's stencil_1d (docs/workloads.md)                                 */
+
+enum { WIDTH = 8, STEPS = 200 };
+
+struct point {
+	uint64_t value;
+	heist_future *f;
+	const struct point *in[3];
+	int nin;
+	int t, i;
+};
+
+static struct point grid[STEPS][WIDTH];
+
+static int
+point_run(void *arg)
+{
+	struct point *p = arg;
+	uint64_t sum = (uint64_t)p->t + (uint64_t)p->i;
+	for (int k = 0; k < p->nin; k++)
+		sum += p->in[k]->value;
+	p->value = sum;
+	return 0;
+}
+
+static uint64_t
+serial_answer(int t, int i, uint64_t prev[WIDTH])
+{
+	uint64_t sum = (uint64_t)t + (uint64_t)i;
+	if (t > 0)
+		for (int j = i - 1; j <= i + 1; j++)
+			if (j >= 0 && j < WIDTH)
+				sum += prev[j];
+	return sum;
+}
+
+/* Submits the whole graph; returns 0 or the first error. */
+static int
+submit_graph(heist_pool *pool)
+{
+	for (int t = 0; t < STEPS; t++)
+		for (int i = 0; i < WIDTH; i++) {
+			struct point *p = &grid[t][i];
+			heist_future *in[3];
+			*p = (struct point){.t = t, .i = i};
+			for (int j = i - 1; t > 0 && j <= i + 1; j++)
+				if (j >= 0 && j < WIDTH) {
+					in[p->nin] = grid[t - 1][j].f;
+					p->in[p->nin++] = &grid[t - 1][j];
+				}
+			int err = heist_submit_after(pool, in, (size_t)p->nin, point_run, p, NULL,
+						     &p->f);
+			if (err)
+				return err;
+		}
+	return 0;
+}
+
+static int
+check_graph(void)
+{
+	uint64_t prev[WIDTH] = {0}, cur[WIDTH];
+	int bad = 0;
+	for (int t = 0; t < STEPS; t++) {
+		for (int i = 0; i < WIDTH; i++) {
+			cur[i] = serial_answer(t, i, prev);
+			if (heist_future_wait(grid[t][i].f) || grid[t][i].value != cur[i])
+				bad++;
+		}
+		memcpy(prev, cur, sizeof prev);
+	}
+	for (int t = 0; t < STEPS; t++)
+		for (int i = 0; i < WIDTH; i++)
+			heist_future_release(grid[t][i].f);
+	return bad;
+}
+
+static int
+graph_from_a_task(void *arg)
+{
+	return submit_graph(arg) ? -1 : heist_future_wait(grid[STEPS - 1][WIDTH / 2].f);
+}
+
+static void
+a_stencil_graph_gives_the_serial_answer(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(submit_graph(pool), 0);
+		assert_int_equal(check_graph(), 0);
+	}
+	/* From a task, which waits for a point of the last step on its worker. */
+	heist_future *z;
+	assert_int_equal(heist_submit(pool, graph_from_a_task, pool, &z), 0);
+	assert_int_equal(watched(z), 0);
+	assert_int_equal(check_graph(), 0);
+	heist_pool_destroy(pool);
+}
+
+/* One worker and no spare thread: a task that waits for a dependent task of its own
+ * finishes only if the wait runs the dependent's inputs. */
+static int
+wait_for_own_dependent(void *arg)
+{
+	heist_pool *pool = arg;
+	heist_future *in[5], *d;
+	for (int i = 0; i < 5; i++)
+		if (heist_submit(pool, ret_int, NULL, &in[i]))
+			return -1;
+	if (heist_submit_after(pool, in, 5, ret_int, (void *)2, NULL, &d))
+		return -1;
+	int r = heist_future_wait(d);
+	heist_future_release(d);
+	release_all(in, 5);
+	return r == 2 ? 0 : -2;
+}
+
+static void
+waiting_for_it_on_a_lone_worker_runs_its_inputs(void **state)
+{
+	(void)state;
+	struct heist_config cfg = {.threads = 1, .max_spares = HEIST_SPARES_NONE};
+	heist_pool *pool = make_pool_cfg(&cfg);
+	heist_future *z;
+	assert_int_equal(heist_submit(pool, wait_for_own_dependent, pool, &z), 0);
+	assert_int_equal(watched(z), 0);
+	heist_pool_destroy(pool);
+}
+
+static void
+a_pool_destroyed_first_ends_it_with_eshutdown(void **state)
+{
+	(void)state;
+	heist_pool *inputs_pool = make_pool(1), *pool = make_pool(1);
+	heist_future *fs[2], *d;
+	reset(2);
+	submit_inputs(inputs_pool, fs, 2, NULL);
+	assert_int_equal(heist_submit_after(pool, fs, 2, dependent, NULL, NULL, &d), 0);
+	heist_pool_destroy(pool);	/* does not wait for a task not yet runnable */
+	atomic_store(&gate.open, 1);
+	assert_int_equal(watched(d), ESHUTDOWN);
+	assert_int_equal(atomic_load(&seen.runs), 0);
+	/* Inputs done and the pool gone: nothing queued, the call fails. */
+	heist_future *late = SENTINEL;
+	assert_int_equal(heist_submit_after(pool, fs, 2, dependent, NULL, NULL, &late), ESHUTDOWN);
+	assert_null(late);
+	release_all(fs, 2);
+	heist_pool_destroy(inputs_pool);
+}
+
+static void
+bad_input_is_rejected(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1), *other = make_pool(1);
+	heist_group *g;
+	heist_cancel *token;
+	assert_int_equal(heist_group_create(other, &g), 0);
+	assert_int_equal(heist_cancel_create(&token), 0);
+	heist_future *f, *out = SENTINEL;
+	assert_int_equal(heist_submit(pool, ret_int, NULL, &f), 0);
+	heist_future *with_null[2] = {f, NULL};
+	struct heist_after other_group = {.group = g}, both = {.group = g, .cancel = token},
+			   unknown = {.flags = 2};
+	assert_int_equal(heist_submit_after(NULL, &f, 1, ret_int, NULL, NULL, &out), EINVAL);
+	assert_null(out);
+	out = SENTINEL;
+	assert_int_equal(heist_submit_after(pool, &f, 1, NULL, NULL, NULL, &out), EINVAL);
+	assert_null(out);
+	assert_int_equal(heist_submit_after(pool, NULL, 1, ret_int, NULL, NULL, NULL), EINVAL);
+	assert_int_equal(heist_submit_after(pool, with_null, 2, ret_int, NULL, NULL, NULL),
+			 EINVAL);
+	assert_int_equal(heist_submit_after(pool, &f, 1, ret_int, NULL, &other_group, NULL),
+			 EINVAL);
+	assert_int_equal(heist_submit_after(NULL, &f, 1, ret_int, NULL, &both, NULL), EINVAL);
+	assert_int_equal(heist_submit_after(pool, &f, 1, ret_int, NULL, &unknown, NULL), EINVAL);
+	assert_int_equal(heist_group_wait(g), 0);	/* nothing was counted in */
+	assert_int_equal(heist_future_wait(f), 0);
+	heist_future_release(f);
+	heist_cancel_release(token);
+	heist_group_destroy(g);
+	heist_pool_destroy(other);
+	heist_pool_destroy(pool);
+}
+
+static void
+allocation_failures_are_enomem(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	heist_future *fs[4], *out = SENTINEL;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(heist_submit(pool, ret_int, NULL, &fs[i]), 0);
+	fault_fail_all(FAULT_ALLOC, FAULT_THIS_THREAD);
+	/* More than 3 inputs: the table comes from malloc. */
+	assert_int_equal(heist_submit_after(pool, fs, 4, ret_int, NULL, NULL, &out), ENOMEM);
+	fault_disarm(FAULT_ALLOC);
+	assert_null(out);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(heist_future_wait(fs[i]), 0);
+	release_all(fs, 4);
+	heist_pool_destroy(pool);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(runs_after_all_its_inputs_and_never_before),
+		cmocka_unit_test(with_no_inputs_or_done_inputs_runs_at_once),
+		cmocka_unit_test(a_failed_or_cancelled_input_ends_it_unrun),
+		cmocka_unit_test(its_future_or_token_cancels_it),
+		cmocka_unit_test(a_group_waits_for_it_and_takes_its_error),
+		cmocka_unit_test(a_stencil_graph_gives_the_serial_answer),
+		cmocka_unit_test(waiting_for_it_on_a_lone_worker_runs_its_inputs),
+		cmocka_unit_test(a_pool_destroyed_first_ends_it_with_eshutdown),
+		cmocka_unit_test(bad_input_is_rejected),
+		cmocka_unit_test(allocation_failures_are_enomem),
+	};
+	return RUN_TESTS(tests);
+}
