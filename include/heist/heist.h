@@ -693,6 +693,81 @@ HEIST_EXPORT int heist_submit_after(heist_pool *pool, heist_future *const *input
 				    heist_future **out);
 
 /* ---------------------------------------------------------------------------------- */
+/* Data dependencies: tasks that name what they read and write (OpenMP's depend)       */
+
+/** A history of the addresses tasks read and write, from which each new task's inputs
+ * are derived: it runs after the last task that wrote an address it reads or writes
+ * (read after write, write after write) and after every task that read, since, an
+ * address it writes (write after read), as OpenMP's depend(in/out/inout) orders
+ * sibling tasks. Each task is a dependent task (heist_submit_after) of those, and one
+ * of the dataflow's group, so that heist_dataflow_wait covers them. Opaque. */
+typedef struct heist_dataflow heist_dataflow;
+
+/** heist_access.mode: the task reads the datum, writes it, or both. */
+#define HEIST_IN 1u
+#define HEIST_OUT 2u
+#define HEIST_INOUT 3u
+
+/** One datum a task reads or writes: an address names it (as OpenMP's list items do;
+ * two different addresses never conflict, even if the data they start overlap, and
+ * heist never reads them). */
+struct heist_access {
+	const void *addr;	/* not NULL */
+	unsigned mode;		/* HEIST_IN, HEIST_OUT or HEIST_INOUT */
+};
+
+/**
+ * Create an empty dataflow whose tasks run on pool.
+ * @returns 0; EINVAL if pool or out is NULL; ENOMEM.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_dataflow_create(heist_pool *pool, heist_dataflow **out);
+
+/**
+ * Submit fn(arg), which reads and writes the n data of acc, to run once the tasks it
+ * depends on by those (see heist_dataflow) are done. Submits are ordered by the call:
+ * any thread may submit, a task of the dataflow included, and the edges follow the
+ * order in which the calls took the dataflow's lock. An address may appear more than
+ * once (IN and OUT: INOUT). If a task it depends on failed or was cancelled, it ends
+ * unrun with that result, as heist_submit_after's tasks do, and the dataflow's first
+ * error cancels its tasks that have not started, until heist_dataflow_wait.
+ * @param[out] out  The task's future, or NULL for none (the dataflow keeps its own).
+ * @returns 0; EINVAL if df or fn is NULL, acc is NULL with n > 0, or an access has a
+ *          NULL address or a mode other than the three; ENOMEM (nothing submitted, the
+ *          history unchanged); ESHUTDOWN once the pool is being destroyed and every
+ *          input is done.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_dataflow_submit(heist_dataflow *df, const struct heist_access *acc,
+				       size_t n, heist_fn fn, void *arg, heist_future **out);
+
+/**
+ * Wait until every task submitted to the dataflow so far (and those they submit to it)
+ * has finished, helping as heist_group_wait does. Later tasks still follow the
+ * history (an address written before the wait is read after it in order), and start
+ * with no error: a new group takes the dataflow's tasks from here on.
+ * One thread at a time may wait on a dataflow (or destroy it); any may submit.
+ * @returns 0, or the first nonzero result of a task since the last wait (ECANCELED for
+ *          a cancelled one); EINVAL if df is NULL; EDEADLK from one of its own tasks.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_dataflow_wait(heist_dataflow *df);
+
+/**
+ * Cancel the dataflow's tasks that have not started (they give ECANCELED), until the
+ * next heist_dataflow_wait. NULL: no-op.
+ * @since 0.2
+ */
+HEIST_EXPORT void heist_dataflow_cancel(heist_dataflow *df);
+
+/**
+ * Wait for every task of the dataflow, then free it. The futures it handed out stay
+ * valid. NULL: no-op.
+ * @since 0.2
+ */
+HEIST_EXPORT void heist_dataflow_destroy(heist_dataflow *df);
+
+/* ---------------------------------------------------------------------------------- */
 /* Data parallelism                                                                   */
 
 /** A loop body: runs on the half-open range [begin, end); nonzero stops the loop. */
