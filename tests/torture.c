@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* torture.c - the edges of a pool's life, at random (issue 43): several pools per
  * round, outside threads that submit (plain, copied, with tokens, in groups), chain
- * continuations and when_alls across pools, cancel, wait with and without timeouts,
- * run loops, fork the process, and make allocations fail; a pool of each round is
+ * continuations, when_alls and dependent tasks across pools, cancel, wait with and
+ * without timeouts, run loops, fork the process, and make allocations fail; a pool of each round is
  * destroyed while the other pools' workers are still queueing continuations into it,
  * and the rest with work still queued. stress.c hammers the waits; this one, the
  * lifetimes.
@@ -116,7 +116,8 @@ struct player {
 	struct job jobs[JOBS];
 	unsigned njobs;
 	heist_future *derived[JOBS];	/* continuations and when_alls */
-	int derived_kind[JOBS];		/* 0: then; 1: when_all on DOOMED; 2: then of that */
+	int derived_kind[JOBS];		/* 0: then; 1: when_all on DOOMED; 2: then of that;
+					   3, 4: dependent task on DOOMED, run anyway or not */
 	unsigned nderived;
 };
 
@@ -246,8 +247,25 @@ derive(struct player *p)
 	if (!p->njobs || p->nderived == JOBS)
 		return;
 	heist_future *out = NULL;
-	int err, kind = (int)pick(&p->rng, 2);
-	if (kind == 0) {
+	int err, kind = (int)pick(&p->rng, 3);
+	if (kind == 2) {
+		/* A dependent task on the doomed pool of 1-5 of our futures (a table in a
+		 * record up to 3, from malloc beyond): run anyway (kind 3), or ended by
+		 * its first input's nonzero value (kind 4; every job's is nonzero). */
+		heist_pool *d = use_doomed(r);
+		if (!d)
+			return;
+		heist_future *in[5];
+		unsigned n = 1 + pick(&p->rng, 5);
+		for (unsigned i = 0; i < n; i++)
+			in[i] = p->jobs[pick(&p->rng, p->njobs)].f;
+		kind = 3 + (int)pick(&p->rng, 2);
+		struct heist_after opt = {.flags = kind == 3 ? HEIST_AFTER_ALWAYS : 0};
+		err = heist_submit_after(d, in, n, ret_value, (void *)(intptr_t)7, &opt, &out);
+		done_with_doomed(r);
+		if (err == ESHUTDOWN)
+			return;	/* its inputs were done, and the pool going */
+	} else if (kind == 0) {
 		struct job *j = &p->jobs[pick(&p->rng, p->njobs)];
 		err = heist_future_then(j->f, ret_value, (void *)(intptr_t)7, &out);
 	} else {
@@ -501,9 +519,12 @@ check_player(struct player *p)
 		 * value (1000..1999, -1 for a wrong fib) or ECANCELED; a continuation on the doomed pool: 7,
 		 * ECANCELED, or ESHUTDOWN (the pool was gone when it became runnable). */
 		int k = p->derived_kind[i];
+		bool input_value = v == ECANCELED || v == -1 || (v >= 1000 && v < 2000);
 		bool ok = k == 0   ? v == 7 || v == ECANCELED
-			  : k == 1 ? v == ECANCELED || v == -1 || (v >= 1000 && v < 2000)
-				   : v == 7 || v == ECANCELED || v == ESHUTDOWN;
+			  : k == 1 ? input_value
+			  : k == 2 ? v == 7 || v == ECANCELED || v == ESHUTDOWN
+			  : k == 3 ? v == 7 || v == ESHUTDOWN
+				   : input_value;
 		if (!ok)
 			FAIL("derived %u (kind %d): %d", i, p->derived_kind[i], v);
 	}
