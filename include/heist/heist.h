@@ -359,6 +359,46 @@ HEIST_EXPORT int heist_thread_index(void);
  */
 HEIST_EXPORT unsigned heist_pool_threads(const heist_pool *pool);
 
+/** Per-thread scratch for a pool's tasks, as oneTBB's enumerable_thread_specific: a
+ * slot for each thread that asks, made on its first heist_local_get, zero-filled (then
+ * init), on cache lines of its own. Where an array of heist_pool_threads() slots
+ * would hold one for every spare slot the pool could ever start (259 for two workers
+ * by default), this makes only the slots of the threads that used it. Opaque. */
+typedef struct heist_local heist_local;
+
+/**
+ * Create per-thread scratch of size bytes for the tasks of pool.
+ * @param[in] init  Called with ctx on each slot when it is made (zero-filled before),
+ *                  on the thread that asked; or NULL.
+ * @returns 0; EINVAL if pool or out is NULL or size is 0; ENOMEM.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_local_create(heist_pool *pool, size_t size,
+				    void (*init)(void *slot, void *ctx), void *ctx,
+				    heist_local **out);
+
+/**
+ * The calling thread's slot, made on first use: for a thread with a heist_thread_index()
+ * in l's pool (a worker, a spare, the guest of an outside heist_for_each). A slot
+ * belongs to its index: no other thread uses it at the same time, and a spare thread
+ * that takes over an index takes over its slot, contents and all.
+ * @returns The slot; NULL on any other thread, if l is NULL, or when out of memory.
+ * @since 0.2
+ */
+HEIST_EXPORT void *heist_local_get(heist_local *l);
+
+/**
+ * Call fn(slot, ctx) for every slot made so far, in index order: to combine them once
+ * the tasks that used them are waited for (the wait orders their writes before).
+ * @since 0.2
+ */
+HEIST_EXPORT void heist_local_each(heist_local *l, void (*fn)(void *slot, void *ctx),
+				   void *ctx);
+
+/** Free the scratch and every slot; no task may use it any more. NULL: no-op.
+ * @since 0.2 */
+HEIST_EXPORT void heist_local_destroy(heist_local *l);
+
 /* ---------------------------------------------------------------------------------- */
 /* Tasks and futures                                                                  */
 
