@@ -114,9 +114,11 @@ usage(FILE *f)
 	      "                 --exact, --reps 1)\n"
 	      "  --json         print the rows as JSON instead of a table\n"
 	      "  --instructions instructions per spawn+sync pair, W1 fib(27) on 1 worker\n"
-	      "                 against the serial fib, and per W5-fine submit + run +\n"
-	      "                 finish (100k tasks) against the serial bodies, counted by\n"
-	      "                 valgrind's callgrind (deterministic; needs valgrind)\n", f);
+	      "                 against the serial fib, per W5-fine submit + run +\n"
+	      "                 finish (100k tasks) against the serial bodies, and per W10\n"
+	      "                 dependent task (1 and 3 inputs) beside a plain submit,\n"
+	      "                 counted by valgrind's callgrind (deterministic; needs\n"
+	      "                 valgrind)\n", f);
 }
 
 static unsigned
