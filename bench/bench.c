@@ -361,6 +361,10 @@ one_size(const struct bench_opts *o, const struct bench_workload *w, unsigned in
 	s->p = o->quick ? w->sizes[index].quick : w->sizes[index].full;
 	snprintf(s->size, sizeof s->size, "%s", s->p.label ? s->p.label : "");
 	add_variants(s, ps);
+	if (s->n == 0) {	/* --impl, or the table's when(), left nothing to measure */
+		free(s);
+		return;
+	}
 	s->in = w->setup ? w->setup(s) : NULL;
 	bench_progress("%s%s%s %s%s:", s->name, w->title[0] ? " " : "", w->title, s->size,
 		       s->detail);
@@ -393,6 +397,8 @@ bench_run(const struct bench_opts *o, const struct bench_workload *const *w, siz
 {
 	for (size_t i = 0; i < n; i++) {
 		struct pools ps = { 0 };
+		if (w[i]->only_named && !o->only)
+			continue;
 		for (unsigned k = 0; k < w[i]->nsizes; k++)
 			if (bench_selected(o, w[i]->group, w[i]->sizes[k].name))
 				one_size(o, w[i], k, &ps);

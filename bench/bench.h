@@ -17,8 +17,9 @@
 
 enum {
 	BENCH_MAX_REPS = 99,	/* timed repetitions per implementation, at most */
-	BENCH_MAX_ROWS = 192,
+	BENCH_MAX_ROWS = 256,	/* every workload, W10 included (48 rows) */
 	ROW_MAX_METRICS = 8,
+	BENCH_MAX_SIZES = 8,	/* per workload: W10's four shapes at two widths */
 };
 
 struct bench_opts {
@@ -198,13 +199,15 @@ struct bench_set {
  * (timed), check() (untimed; bench_fail on a wrong answer); then it takes the medians,
  * calls times(), adds a row per variant with the median as its time, calls figures(),
  * adds the variants' notes, calls teardown() and frees what bench_alloc gave. Every
- * hook may be NULL.
+ * hook may be NULL. A size with no variant left (by --impl, or the table's when())
+ * is skipped, setup() included. A workload marked only_named runs only when --only
+ * is given (and selects it).
  */
 struct bench_workload {
 	const char *group;		/* --only selects every size by this, without --exact */
 	const char *title;		/* for the progress line: "W2 nqueens n=10:" */
 	unsigned nsizes;
-	struct bench_size sizes[2];
+	struct bench_size sizes[BENCH_MAX_SIZES];
 	void *(*setup)(struct bench_set *s);
 	void (*teardown)(void *in);	/* what bench_alloc does not free */
 	void (*reset)(struct bench_job *j);
@@ -213,6 +216,8 @@ struct bench_workload {
 	void (*figures)(struct bench_set *s);
 	const struct bench_impl *impls;
 	unsigned nimpls;
+	bool only_named;		/* runs only when --only selects it, not by default
+					   (W10: its full sizes take minutes) */
 };
 
 #define BENCH_IMPLS(table) .impls = (table), .nimpls = sizeof(table) / sizeof((table)[0])

@@ -18,7 +18,7 @@
 
 static const struct bench_workload *const workloads[] = {
 	&w1_fib, &w2_nqueens, &w3_uts, &w4_for_each, &w_reduce, &w5_storm, &w6_round_trip,
-	&w7_matmul, &w8_latency, &w_chain,
+	&w7_matmul, &w8_latency, &w_chain, &w10_graph,
 };
 enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 enum { INSTR_FIB_N = 27 };	/* --instructions: W1 at fib(27), issue 12's size */
@@ -47,6 +47,7 @@ static const char *const impl_names[] = {
 	/* variants of heist, also selected by "heist" (unless --exact) */
 	"heist-outside", "heist-nested", "heist-prof", "heist-sample", "heist-pin",
 	"heist-futures", "heist-group", "heist-then", "heist-wait", "heist-det",
+	"heist-foreach",
 	/* the C++ API's rows (w_cxx.cpp), with a C++ compiler */
 	"heist-cxx", "heist-cxx-futures",
 };
@@ -91,11 +92,13 @@ usage(FILE *f)
 	size_t n = workload_names(names, sizeof names / sizeof names[0]);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, " %s%s", names[i], i + 1 < n ? "," : "\n");
+	fputs("                 (W10 runs only when named: its full sizes take minutes)\n", f);
 	fputs("  --impl LIST    comma list of implementations: serial, baseline, heist",
 	      f);
 	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof,\n"
 	      "                 heist-sample, heist-pin, heist-futures, heist-group,\n"
-	      "                 heist-then, heist-wait, heist-cxx, heist-cxx-futures)", f);
+	      "                 heist-then, heist-wait, heist-foreach, heist-cxx,\n"
+	      "                 heist-cxx-futures)", f);
 #ifdef HEIST_BENCH_OMP
 	fputs(", omp", f);
 #endif
@@ -111,9 +114,11 @@ usage(FILE *f)
 	      "                 --exact, --reps 1)\n"
 	      "  --json         print the rows as JSON instead of a table\n"
 	      "  --instructions instructions per spawn+sync pair, W1 fib(27) on 1 worker\n"
-	      "                 against the serial fib, and per W5-fine submit + run +\n"
-	      "                 finish (100k tasks) against the serial bodies, counted by\n"
-	      "                 valgrind's callgrind (deterministic; needs valgrind)\n", f);
+	      "                 against the serial fib, per W5-fine submit + run +\n"
+	      "                 finish (100k tasks) against the serial bodies, and per W10\n"
+	      "                 dependent task (1 and 3 inputs) beside a plain submit,\n"
+	      "                 counted by valgrind's callgrind (deterministic; needs\n"
+	      "                 valgrind)\n", f);
 }
 
 static unsigned

@@ -19,7 +19,18 @@
  * submit is on one, the run on another), and the same with N = 0 subtracted, so that
  * the pool's start and end drop out: per task = ((submit N - submit 0) - (serial N -
  * serial 0)) / N. The queue is full when the worker starts, as when a storm's
- * submitter runs ahead of its workers; a pool that keeps up pays the wake-ups too. */
+ * submitter runs ahead of its workers; a pool that keeps up pays the wake-ups too.
+ *
+ * W10's rows: what a dependent task (heist_submit_after) costs beside a plain
+ * heist_submit, in the same gate-held pool. `dep-base N`: main submits N input jobs
+ * with futures, then releases the futures; the worker, let go, runs them. `dep-plain
+ * N`, `dep-after1 N`, `dep-after3 N`: the same N inputs, and after them N more tasks,
+ * fire-and-forget: plain submits, or dependent tasks of 1 input (input k) or of 3
+ * (inputs k, k + 1, k + 2 mod N), submitted while their inputs are still queued, so
+ * each is linked to them and queued by the worker when the last one ends. Every task
+ * only counts down. Per task, over every thread: (run - dep-base) / N, which is the
+ * task's own cost (submit, link, queue, run, finish) with the inputs' taken out; the
+ * submitting thread's share likewise from the main thread's counts. */
 #include "workloads.h"
 
 #include "kernels.h"
@@ -54,22 +65,32 @@ serial_thread(void *p)
 
 /* W5-fine's submit row (above). */
 enum { SUBMIT_ITERS = 50, SUBMIT_TASKS = 100000 };
+/* W10's dependent-task rows (above): tasks per run. */
+enum { DEP_TASKS = 100000 };
 static double *submit_out;
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static int gate_state;		/* 0 shut, 1 the worker waits in it, 2 open */
 static atomic_long submit_left;	/* tasks still to run; the last one wakes main */
 
-/* Task k's body, counted down in submit_left as the bench's latch does. */
+/* A task is done: the last one wakes main. acq_rel: each task's writes reach the
+ * last, whose broadcast (under the lock) hands them to main. */
 static void
-submit_body(double *slot)
+count_down(void)
 {
-	*slot = w5_body((size_t)(slot - submit_out), SUBMIT_ITERS);
 	if (atomic_fetch_sub_explicit(&submit_left, 1, memory_order_acq_rel) == 1) {
 		pthread_mutex_lock(&gate_lock);
 		pthread_cond_broadcast(&gate_cond);
 		pthread_mutex_unlock(&gate_lock);
 	}
+}
+
+/* Task k's body, counted down in submit_left as the bench's latch does. */
+static void
+submit_body(double *slot)
+{
+	*slot = w5_body((size_t)(slot - submit_out), SUBMIT_ITERS);
+	count_down();
 }
 
 static void *
@@ -158,11 +179,63 @@ submit_child(bool heist, long n)
 	return 0;
 }
 
+/* W10's rows (above): N input jobs with futures, and after them N tasks of one kind
+ * (none in dep-base), each only counting down; then the inputs' futures go. */
+enum dep_kind { DEP_BASE, DEP_PLAIN, DEP_AFTER1, DEP_AFTER3 };
+
+static int
+count_task(void *arg)
+{
+	(void)arg;
+	count_down();
+	return 0;
+}
+
+static int
+dep_child(enum dep_kind kind, long n)
+{
+	heist_future **in = calloc((size_t)n + 1, sizeof(*in));
+	if (!in)
+		return 1;
+	atomic_store(&submit_left, kind == DEP_BASE ? n : 2 * n);
+	struct heist_config cfg = { .threads = 1, .spin = 1, .max_spares = HEIST_SPARES_NONE };
+	heist_pool *pool;
+	if (heist_pool_create(&pool, &cfg) || heist_submit(pool, gate_task, NULL, NULL))
+		return 1;
+	gate_wait(0, worker_in_gate);
+	for (long k = 0; k < n; k++)
+		if (heist_submit(pool, count_task, NULL, &in[k]))
+			return 1;
+	for (long k = 0; k < n; k++) {
+		/* dependent k waits for inputs k, k + 1, k + 2 (mod n): each input has
+		 * up to three dependents, as a stencil's point */
+		heist_future *three[3] = { in[k], in[(k + 1) % n], in[(k + 2) % n] };
+		int err = 0;
+		if (kind == DEP_PLAIN)
+			err = heist_submit(pool, count_task, NULL, NULL);
+		else if (kind == DEP_AFTER1)
+			err = heist_submit_after(pool, three, 1, count_task, NULL, NULL, NULL);
+		else if (kind == DEP_AFTER3)
+			err = heist_submit_after(pool, three, 3, count_task, NULL, NULL, NULL);
+		if (err)
+			return 1;
+	}
+	for (long k = 0; k < n; k++)
+		heist_future_release(in[k]);
+	gate_wait(2, all_ran);
+	free(in);
+	return 0;
+}
+
 int
 bench_instr_child(const char *what, int n)
 {
 	if (strcmp(what, "submit") == 0 || strcmp(what, "submit-serial") == 0)
 		return submit_child(strcmp(what, "submit") == 0, n);
+	static const char *const deps[] = { "dep-base", "dep-plain", "dep-after1", "dep-after3" };
+	for (unsigned k = 0; k < sizeof deps / sizeof deps[0]; k++)
+		if (strcmp(what, deps[k]) == 0)
+			return dep_child((enum dep_kind)k, n);
 	long r;
 	if (strcmp(what, "serial") == 0) {
 		/* On a thread of its own, as the heist tree runs on its worker: the
@@ -320,6 +393,41 @@ submit_row(const char *self, const char *dir)
 	return 0;
 }
 
+/* W10's rows: per task, a plain submit and a dependent task with 1 and with 3 inputs,
+ * each over the same N input jobs alone (the comment at the top of this file). */
+static int
+dep_rows(const char *self, const char *dir)
+{
+	const int n = DEP_TASKS;
+	struct counts base = count_run(self, NULL, dir, "dep-base", n);
+	struct counts plain = count_run(self, NULL, dir, "dep-plain", n);
+	struct counts after1 = count_run(self, NULL, dir, "dep-after1", n);
+	struct counts after3 = count_run(self, NULL, dir, "dep-after3", n);
+	if (!base.all || !plain.all || !after1.all || !after3.all) {
+		fprintf(stderr, "heist-bench: --instructions: the W10 dependent-task runs failed\n");
+		return 1;
+	}
+	const struct { const char *impl; struct counts c; } rows[] = {
+		{ "heist-submit", plain }, { "heist-after1", after1 }, { "heist-after3", after3 },
+	};
+	double plain_per = ((double)plain.all - (double)base.all) / n;
+	for (unsigned k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+		const struct counts *c = &rows[k].c;
+		double per = ((double)c->all - (double)base.all) / n;
+		double submit = ((double)c->main - (double)base.main) / n;
+		printf("W10      %dk tasks %-13s   1  %14" PRIu64 "  %.1f instructions per "
+		       "task over the %dk inputs alone: submit %.1f (submitting thread), run "
+		       "and finish %.1f (worker)", n / 1000, rows[k].impl, c->all - base.all,
+		       per, n / 1000, submit, per - submit);
+		if (k == 0)
+			printf("  (heist_submit, fire-and-forget)\n");
+		else
+			printf("; %.2fx heist-submit's  (heist_submit_after, %u input%s)\n",
+			       per / plain_per, k == 1 ? 1u : 3u, k == 1 ? "" : "s");
+	}
+	return 0;
+}
+
 int
 bench_instructions(const char *self, int n)
 {
@@ -366,6 +474,9 @@ bench_instructions(const char *self, int n)
 	}
 	fflush(stdout);
 	int err = submit_row(self, dir);
+	fflush(stdout);
+	if (!err)
+		err = dep_rows(self, dir);
 	rmdir(dir);
 	return err;
 }

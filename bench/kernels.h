@@ -240,6 +240,85 @@ BENCH_KERNEL void w7_rows(const double *A, const double *B, double *C, size_t n,
  * could be). */
 BENCH_KERNEL double w5_body(size_t k, unsigned iters);
 
+/* ---- W10 task graphs ------------------------------------------------------------ */
+
+/* The shapes of Task Bench (Slaughter et al., SC'20) that W10 runs. */
+enum w10_shape { W10_STENCIL, W10_FFT, W10_TREE, W10_NO_COMM };
+
+/* A point's buffer: one cache line, written by its point alone. word is the answer
+ * (the sum of the inputs' words + t + i, mod 2^64); x keeps the spin alive. */
+struct w10_buf {
+	uint64_t word;
+	double x;
+	unsigned char pad[48];
+};
+
+/* One graph: steps x width points, (t, i)'s buffer at buf[t * width + i] (64-byte
+ * aligned), each point spinning iter times. fft_bits is log2(width) for fft. */
+struct w10_graph {
+	unsigned shape;		/* enum w10_shape */
+	unsigned width, steps, fft_bits;
+	unsigned iter;
+	struct w10_buf *buf;
+};
+
+/* The points of step t: width, but min(2^t, width) for tree. */
+static inline unsigned
+w10_points(const struct w10_graph *g, unsigned t)
+{
+	if (g->shape == W10_TREE && t < 32 && (1u << t) < g->width)
+		return 1u << t;
+	return g->width;
+}
+
+/* The inputs of (t, i), as indices into step t - 1 (in[0..return)): none at step 0;
+ * stencil (i - 1, i, i + 1 where they exist), fft (i and i XOR 2^((t - 1) mod
+ * log2 width)), tree (i / 2), no_comm (i). */
+static inline unsigned
+w10_inputs(const struct w10_graph *g, unsigned t, unsigned i, unsigned in[3])
+{
+	unsigned n = 0;
+	if (t == 0)
+		return 0;
+	switch (g->shape) {
+	case W10_STENCIL:
+		if (i > 0)
+			in[n++] = i - 1;
+		in[n++] = i;
+		if (i + 1 < g->width)
+			in[n++] = i + 1;
+		break;
+	case W10_FFT:
+		in[n++] = i;
+		if (g->fft_bits)
+			in[n++] = i ^ (1u << ((t - 1) % g->fft_bits));
+		break;
+	case W10_TREE:
+		in[n++] = i / 2;
+		break;
+	default:
+		in[n++] = i;
+		break;
+	}
+	return n;
+}
+
+/* Whether a point of step t + 1 has (t, i) among its inputs: false on the last step,
+ * and for tree's points beyond twice the next step's (when the width is reached,
+ * (t, i) for i >= width / 2 feeds nobody). Every other point is an input of (t + 1, i). */
+static inline int
+w10_consumed(const struct w10_graph *g, unsigned t, unsigned i)
+{
+	if (t + 1 >= g->steps)
+		return 0;
+	return g->shape != W10_TREE || 2 * i < w10_points(g, t + 1);
+}
+
+/* Point (t, i): its word = the sum of its inputs' words + t + i, then x = i spun iter
+ * times (x = x * 1.0000001 + 1e-7), stored (kernels.c). Reads only step t - 1's
+ * buffers, writes only its own. */
+BENCH_KERNEL void w10_point(const struct w10_graph *g, unsigned t, unsigned i);
+
 #ifdef __cplusplus
 }
 #endif

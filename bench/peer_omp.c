@@ -6,7 +6,8 @@
  * the calling thread, so `threads` counts it. The loops (W4, W7) are a parallel region
  * in which each thread runs the share `schedule(static)` would give it, as one range:
  * the kernels are called per range, the same compiled code as for heist and serial
- * (kernels.h). Built only with OpenMP (HEIST_BENCH_OMP). */
+ * (kernels.h). W10's graphs are tasks with depend clauses. Built only with OpenMP
+ * (HEIST_BENCH_OMP). */
 #include "peers.h"
 
 #include <omp.h>
@@ -193,6 +194,50 @@ omp_tree(unsigned threads, unsigned depth, unsigned payload)
 	return root.r;
 }
 
+/* ---- W10 task graphs: a task per point, depend(in:) on its inputs' buffers and
+ * depend(out:) on its own; one thread makes them all in order, as heist's graph
+ * task submits them. A depend list cannot vary in length, so there is a pragma per
+ * input count (0 to 3), as Task Bench's OpenMP version has. -------------------- */
+
+static void
+omp_graph(unsigned threads, const struct w10_graph *g)
+{
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+	for (unsigned t = 0; t < g->steps; t++) {
+		unsigned n = w10_points(g, t);
+		/* where steps t and t - 1 begin in g->buf (step 0 has no inputs, so up is
+		 * then never used). Indices into g->buf, not pointers of our own: gcc 12
+		 * takes a variable used only in depend clauses for an unused one. */
+		size_t row = (size_t)t * g->width, up = t ? row - g->width : 0;
+		for (unsigned i = 0; i < n; i++) {
+			unsigned in[3] = { 0, 0, 0 };
+			switch (w10_inputs(g, t, i, in)) {
+			case 0:
+#pragma omp task firstprivate(t, i) depend(out : g->buf[row + i])
+				w10_point(g, t, i);
+				break;
+			case 1:
+#pragma omp task firstprivate(t, i) depend(in : g->buf[up + in[0]]) \
+	depend(out : g->buf[row + i])
+				w10_point(g, t, i);
+				break;
+			case 2:
+#pragma omp task firstprivate(t, i) depend(in : g->buf[up + in[0]], g->buf[up + in[1]]) \
+	depend(out : g->buf[row + i])
+				w10_point(g, t, i);
+				break;
+			default:
+#pragma omp task firstprivate(t, i) \
+	depend(in : g->buf[up + in[0]], g->buf[up + in[1]], g->buf[up + in[2]]) \
+	depend(out : g->buf[row + i])
+				w10_point(g, t, i);
+				break;
+			}
+		}
+	}
+}
+
 const struct peer peer_omp = {
 	.impl = "omp",
 	.fib = omp_fib,
@@ -204,4 +249,5 @@ const struct peer peer_omp = {
 	.round_trip = NULL,	/* no way for an outside thread to hand a running team a task */
 	.matmul = omp_matmul,
 	.tree = omp_tree,
+	.graph = omp_graph,
 };

@@ -7,14 +7,17 @@
  * depth. W4 and W7 use tbb::parallel_for on a blocked_range with the default (auto)
  * partitioner, in the same arena. W6 uses a second arena with
  * no slot for the caller: the task goes to a worker (enqueue), as heist_submit's does.
+ * W10's graphs are tbb::flow::graph with a continue_node per point, in the same arena.
  * Built only with oneTBB (HEIST_BENCH_TBB). */
 #include "peers.h"
 #include "latch.h"
 
+#include <deque>
 #include <memory>
 #include <vector>
 
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_reduce.h>
@@ -212,6 +215,43 @@ tbb_tree(unsigned, unsigned depth, unsigned payload)
 	return root.r;
 }
 
+/* ---- W10 task graphs: a flow::graph with a continue_node per point and an edge per
+ * input; the sources (step 0) are put once every node and edge is made, then
+ * wait_for_all. The graph is made inside the timed region, as heist's and OpenMP's
+ * tasks are: each run is a new graph (an edge to a node that has already fired would
+ * never be served, so it cannot grow while it runs). The default policy: each node's
+ * body is a task of its own. -------------------------------------------------------- */
+
+void
+tbb_graph(unsigned, const w10_graph *g)
+{
+	using node = tbb::flow::continue_node<tbb::flow::continue_msg>;
+	arena->execute([g] {
+		tbb::flow::graph fg;
+		std::deque<node> nodes;	/* never moves a node once made */
+		std::vector<node *> at((size_t)g->steps * g->width);
+		for (unsigned t = 0; t < g->steps; t++) {
+			unsigned n = w10_points(g, t);
+			for (unsigned i = 0; i < n; i++) {
+				nodes.emplace_back(fg, [g, t, i](const tbb::flow::continue_msg &) {
+					w10_point(g, t, i);
+					return tbb::flow::continue_msg();
+				});
+				node &me = nodes.back();
+				at[(size_t)t * g->width + i] = &me;
+				unsigned in[3] = { 0, 0, 0 };
+				unsigned k = w10_inputs(g, t, i, in);
+				for (unsigned m = 0; m < k; m++)
+					tbb::flow::make_edge(*at[(size_t)(t - 1) * g->width + in[m]],
+							     me);
+			}
+		}
+		for (unsigned i = 0; i < w10_points(g, 0); i++)
+			at[i]->try_put(tbb::flow::continue_msg());
+		fg.wait_for_all();
+	});
+}
+
 } // namespace
 
 extern "C" {
@@ -243,7 +283,7 @@ peer_tbb_stop(void)
 
 const struct peer peer_tbb = {
 	"tbb", tbb_fib, tbb_nqueens, tbb_uts, tbb_for_each, tbb_reduce, tbb_storm,
-	tbb_round_trip, tbb_matmul, tbb_tree,
+	tbb_round_trip, tbb_matmul, tbb_tree, tbb_graph,
 };
 
 } // extern "C"

@@ -38,16 +38,21 @@ struct peer {
 	void (*matmul)(unsigned threads, const double *A, const double *B, double *C, size_t n);
 	/* W8: the binary tree of w8.h (2^(depth+1) - 1 nodes), a task per child. */
 	struct w8_result (*tree)(unsigned threads, unsigned depth, unsigned payload);
+	/* W10: one run of graph g, a task per point that runs once its inputs are done
+	 * (kernels.h: w10_inputs), each calling w10_point; returns when every point is. */
+	void (*graph)(unsigned threads, const struct w10_graph *g);
 };
 
 #ifdef HEIST_BENCH_OMP
-/* parallel + single + task per child (fork-join, W5), parallel for (W4, W7); no W6. */
+/* parallel + single + task per child (fork-join, W5), parallel for (W4, W7), task
+ * depend(in, out) per point (W10); no W6. */
 extern const struct peer peer_omp;
 #endif
 
 #ifdef HEIST_BENCH_TBB
 /* task_group in a task_arena (fork-join, W5), parallel_for (W4, W7), enqueue on a
- * workers-only arena + latch (W6). Its `threads` must be what peer_tbb_start got. */
+ * workers-only arena + latch (W6), a flow::graph of continue_nodes (W10). Its `threads`
+ * must be what peer_tbb_start got. */
 extern const struct peer peer_tbb;
 /* Make the arena of `threads` slots (and the global limits); call before the others,
  * again to change the count. peer_tbb_stop frees it. */

@@ -20,6 +20,7 @@ extern const struct bench_workload w7_matmul;		/* W7 */
 extern const struct bench_workload w8_latency;		/* W8 */
 extern const struct bench_workload w_chain;		/* continuations (issue 14) */
 extern const struct bench_workload w_reduce;		/* reduce: W4's array summed */
+extern const struct bench_workload w10_graph;		/* W10, only with --only */
 
 /* W1's serial fib and its heist fib on pool (w_fib.c), for --instructions. */
 long w1_serial(int n);
