@@ -3,8 +3,9 @@
 // every future kind as inputs, inputs that stay usable, one future feeding many,
 // exceptions and cancellations that propagate in argument order, after_always, the
 // dependent's own cancel, many inputs, a pool gone before the inputs end, bad input,
-// what it allocates), heist::when_all, and graphs of dependent tasks (a diamond, a
-// stencil checked against the serial answer). Checks as in test-cxx-api.cpp: they print the line and abort, in release
+// what it allocates), heist::when_all, and heist::task_graph (a diamond, a stencil
+// checked against the serial answer, failures, cycles, runs that overlap the graph's
+// end). Checks as in test-cxx-api.cpp: they print the line and abort, in release
 // builds too. Inputs that must not end yet wait on a gate the test opens; nothing
 // passes or fails because something was fast. TEST_FILTER=word runs the tests whose
 // names contain it.
@@ -571,7 +572,7 @@ when_all_cancelled()
 
 // ---- graphs of dependent tasks ---------------------------------------------------
 
-// a -> b, c -> d.
+// a -> b, c -> d, with submit_after and with task_graph.
 static void
 diamond()
 {
@@ -583,6 +584,22 @@ diamond()
 		auto d = pool.submit_after({b, c}, [] { return 1; });
 		CHECK(d.get() == 1);
 		CHECK(a.get() == round && b.get() == 0 && c.get() == "c");
+	}
+	heist::task_graph g;
+	std::atomic<int> order{0};
+	int at[4] = {-1, -1, -1, -1};
+	auto a = g.emplace([&] { at[0] = order++; });
+	auto b = g.emplace([&] { at[1] = order++; });
+	auto c = g.emplace([&] { at[2] = order++; });
+	auto d = g.emplace([&] { at[3] = order++; });
+	a.precede(b, c);
+	d.succeed(b, c);
+	CHECK(g.size() == 4 && a.index() == 0 && d.index() == 3);
+	for (int round = 0; round < 20 * SCALE; round++) {
+		order = 0;
+		g.run(pool).get();
+		CHECK(at[0] == 0 && at[3] == 3);
+		CHECK((at[1] == 1 && at[2] == 2) || (at[1] == 2 && at[2] == 1));
 	}
 }
 
@@ -637,6 +654,108 @@ stencil()
 		heist::when_all(pool, f).get();
 		CHECK(grid == want);
 	}
+	// The same as a task_graph, run several times, and from inside a task.
+	std::vector<std::uint64_t> grid(STEPS * WIDTH, 0);
+	heist::task_graph g;
+	std::vector<heist::task_graph::node> nodes;
+	for (int t = 0; t < STEPS; t++)
+		for (int i = 0; i < WIDTH; i++) {
+			nodes.push_back(g.emplace([t, i, &grid, at] {
+				grid[at(t, i)] = stencil_value(t, i, t ? &grid[at(t - 1, 0)] : nullptr);
+			}));
+			for (int j = i - 1; t > 0 && j <= i + 1; j++)
+				if (j >= 0 && j < WIDTH)
+					nodes.back().succeed(nodes[at(t - 1, j)]);
+		}
+	for (int round = 0; round < 3; round++) {
+		std::fill(grid.begin(), grid.end(), 0);
+		g.run(pool).get();
+		CHECK(grid == want);
+	}
+	std::fill(grid.begin(), grid.end(), 0);
+	pool.submit([&g, &pool] { g.run(pool).get(); }).get();
+	CHECK(grid == want);
+}
+
+// A node that throws: its successors do not run, the others do; the run rethrows it.
+// A cycle is refused before anything runs; an edge to another graph's node too.
+static void
+graph_failures()
+{
+	heist::pool pool(2);
+	heist::task_graph g;
+	std::atomic<int> ran[5] = {};
+	auto a = g.emplace([&] { ran[0]++; });
+	auto b = g.emplace([&] { ran[1]++; throw my_error(7); });
+	auto c = g.emplace([&] { ran[2]++; });		// after b
+	auto d = g.emplace([&] { ran[3]++; });		// after c
+	auto e = g.emplace([&] { ran[4]++; });		// after a
+	b.succeed(a);
+	c.succeed(b);
+	d.succeed(c);
+	e.succeed(a);
+	auto r = g.run(pool);
+	CHECK(error_code(r) == 7);
+	CHECK(ran[0] == 1 && ran[1] == 1 && ran[2] == 0 && ran[3] == 0 && ran[4] == 1);
+	// A cycle: EDEADLK, nothing runs.
+	auto x = g.emplace([&] { ran[0]++; });
+	a.succeed(x);
+	x.succeed(d);
+	try {
+		(void)g.run(pool);
+		CHECK(false);
+	} catch (const std::system_error &err) {
+		CHECK(err.code().value() == EDEADLK);
+	}
+	auto self = heist::task_graph();
+	auto s = self.emplace([] {});
+	s.succeed(s);
+	CHECK_THROWS(std::system_error, self.run(pool));
+	pool.wait_idle();
+	CHECK(ran[0] == 1);
+	// Nodes of another graph, and empty nodes.
+	heist::task_graph other;
+	auto o = other.emplace([] {});
+	CHECK_THROWS(std::system_error, o.succeed(a));
+	CHECK_THROWS(std::system_error, heist::task_graph::node().succeed(o));
+	// An empty graph is done at once.
+	heist::task_graph none;
+	none.run(pool).get();
+}
+
+// Runs that overlap, and a graph moved or destroyed while a run is in flight: each
+// run keeps the callables; node handles follow the graph's move.
+static void
+graph_lifetime()
+{
+	static gate g;
+	heist::pool pool(2);
+	int base = live.load();
+	std::atomic<int> ran{0};
+	std::vector<heist::future<void>> runs;
+	{
+		heist::task_graph graph;
+		auto first = graph.emplace([&ran, t = std::make_shared<tracked>(1)] {
+			g.hold();
+			ran++;
+		});
+		heist::task_graph moved(std::move(graph));
+		CHECK(graph.size() == 0 && moved.size() == 1);
+		auto second = moved.emplace([&ran] { ran++; });
+		second.succeed(first);		// a handle made before the move
+		for (int i = 0; i < 3; i++)
+			runs.push_back(moved.run(pool));
+		CHECK(live.load() == base + 1);
+		graph = std::move(moved);	// moved back, then destroyed with runs in flight
+		graph.emplace([] {});
+	}
+	CHECK(live.load() == base + 1);		// the runs keep the callable
+	g.open = true;
+	for (auto &r : runs)
+		r.get();
+	CHECK(ran.load() == 6);
+	pool.wait_idle();
+	CHECK(poll([&] { return live.load() == base; }));
 }
 
 // ---- main ------------------------------------------------------------------------
@@ -661,6 +780,8 @@ static const test tests[] = {
 	T(when_all_cancelled),
 	T(diamond),
 	T(stencil),
+	T(graph_failures),
+	T(graph_lifetime),
 };
 
 int

@@ -7,8 +7,9 @@
  * heist::cancelled(), parallel loops and reductions (pool::for_each, pool::reduce,
  * pool::reduce_deterministic), fork-join with zero heap allocation (heist::join,
  * heist::task_group, pool::run), and dependent tasks: pool::submit_after (a task that
- * runs once futures of any types are done, without consuming them) and
- * heist::when_all. What does not: any scheduling; every task runs through the C calls, so the same scheduler, the same
+ * runs once futures of any types are done, without consuming them), heist::when_all
+ * and heist::task_graph (a graph built once and run many times). What does not: any
+ * scheduling; every task runs through the C calls, so the same scheduler, the same
  * profiler and the same statistics see C and C++ tasks alike.
  *
  * Exceptions never cross the C library's frames: every function the library calls
@@ -31,7 +32,8 @@
  *  - submit_after, when_all: one heap block per dependent task (heist_submit_after,
  *    always with HEIST_AFTER_ALWAYS: the trampoline reads each input as get() would),
  *    and the first time an inline future is an input, one small block that keeps
- *    its C future for every dependent (a heap future's own block does that).
+ *    its C future for every dependent (a heap future's own block does that);
+ *    task_graph::run: that, once per node, and one when_all.
  *  - for_each, join, task_group, run: nothing; closures and records live in the
  *    caller's frame.
  * The idea of a per-job ticket and a side table for the rare path is ours; the
@@ -76,6 +78,7 @@
 #include <unordered_map>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace heist {
 
@@ -2115,7 +2118,7 @@ private:
 };
 
 /* ---------------------------------------------------------------------------------- */
-/* when_all                                                                           */
+/* when_all and task graphs                                                           */
 
 namespace detail {
 struct nothing {
@@ -2156,6 +2159,204 @@ when_all(pool_ref pool, const Range &inputs)
 {
 	return pool.submit_after(inputs, detail::nothing{});
 }
+
+/**
+ * A graph of tasks, built once and run any number of times: each node a callable with
+ * no arguments, each edge "this node runs after that one". Every run submits each node
+ * as a dependent task of its predecessors' futures of that run (pool::submit_after),
+ * so a run blocks no thread and costs one dependent task per node (a C job record and
+ * a heap block for it, and a counted reference per edge) plus one when_all over the
+ * nodes with no successors. A node that throws ends its successors, transitively,
+ * unrun, with its exception; the other nodes run. The graph is not thread-safe: build
+ * and run it from one thread at a time. Runs may overlap, and a node's callable may
+ * then run concurrently with itself. Each run shares ownership of the callables, so
+ * the graph may be changed or destroyed while runs are in flight; edges added after a
+ * run started do not apply to it. Movable, not copyable; node handles stay valid
+ * across a move.
+ */
+class task_graph {
+	struct callable {
+		virtual ~callable() = default;
+		virtual void call() = 0;
+	};
+	template <class F>
+	struct holder final : callable {
+		F f;
+		template <class G>
+		explicit holder(G &&g) : f(std::forward<G>(g))
+		{
+		}
+		void call() override { std::invoke(f); }
+	};
+	struct node_data {
+		std::shared_ptr<callable> fn;
+		std::vector<std::size_t> preds;	/* indices; may repeat */
+		bool has_succ = false;
+	};
+	using nodes = std::vector<node_data>;
+
+public:
+	/** A handle to a node of one graph. Copyable; an empty one (default) names no
+	 *  node. */
+	class node {
+	public:
+		node() noexcept = default;
+
+		/** Make this node run after each of others (nodes of the same graph).
+		 *  Throws std::system_error (EINVAL) for an empty node or one of another
+		 *  graph (nothing added then), std::bad_alloc. A cycle is found by run. */
+		template <class... N>
+		node &
+		succeed(const N &...others)
+		{
+			static_assert((std::is_same_v<N, node> && ...), "heist::task_graph::node");
+			check(others...);
+			((*g_)[i_].preds.push_back(others.i_), ...);
+			(((*g_)[others.i_].has_succ = true), ...);
+			return *this;
+		}
+
+		/** Make each of others run after this node. As succeed otherwise. */
+		template <class... N>
+		node &
+		precede(const N &...others)
+		{
+			static_assert((std::is_same_v<N, node> && ...), "heist::task_graph::node");
+			check(others...);
+			((*g_)[others.i_].preds.push_back(i_), ...);
+			if (sizeof...(N) > 0)
+				(*g_)[i_].has_succ = true;
+			return *this;
+		}
+
+		/** The node's number in its graph: 0, 1, ... in emplace order. */
+		std::size_t index() const noexcept { return i_; }
+
+	private:
+		friend class task_graph;
+		node(nodes *g, std::size_t i) noexcept : g_(g), i_(i) {}
+
+		template <class... N>
+		void
+		check(const N &...others) const
+		{
+			if (!g_ || ((others.g_ != g_) || ...))
+				detail::throw_error(EINVAL, "heist::task_graph::node");
+		}
+
+		nodes *g_ = nullptr;
+		std::size_t i_ = 0;
+	};
+
+	task_graph() : g_(new nodes) {}
+	task_graph(task_graph &&o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+	task_graph &
+	operator=(task_graph &&o) noexcept
+	{
+		g_ = std::exchange(o.g_, nullptr);
+		return *this;
+	}
+	task_graph(const task_graph &) = delete;
+	task_graph &operator=(const task_graph &) = delete;
+
+	/** Add a node that calls f() (an lvalue call, once per run; its result is
+	 *  dropped). f is decay-copied, as submit does. Throws std::bad_alloc. */
+	template <class F>
+	node
+	emplace(F &&f)
+	{
+		using Fn = std::decay_t<F>;
+		static_assert(std::is_invocable_v<Fn &>,
+			      "heist::task_graph::emplace: the node's callable takes no arguments");
+		if (!g_)
+			g_.reset(new nodes);
+		std::shared_ptr<callable> c = std::make_shared<holder<Fn>>(std::forward<F>(f));
+		g_->push_back(node_data{std::move(c), {}, false});
+		return node(g_.get(), g_->size() - 1);
+	}
+
+	/** Nodes in the graph. */
+	std::size_t size() const noexcept { return g_ ? g_->size() : 0; }
+
+	/**
+	 * Submit every node to pool, each once its predecessors are done, and return a
+	 * future that is ready when every node of this run has ended. Its get() rethrows
+	 * a failed node's exception (the first in emplace order among the nodes with no
+	 * successors, which carry their predecessors' failures). Throws
+	 * std::system_error (EDEADLK: the graph has a cycle, and nothing was submitted;
+	 * or what submit_after throws) or std::bad_alloc; if a submit fails midway, the
+	 * nodes already submitted are cancelled (those running finish) and waited for
+	 * before the exception leaves.
+	 */
+	[[nodiscard]] future<void>
+	run(pool_ref pool)
+	{
+		std::size_t n = size();
+		std::vector<std::size_t> order = topological_order();
+		std::vector<future<void>> fs(n);
+		std::vector<future_ref> ins;
+		try {
+			for (std::size_t v : order) {
+				node_data &d = (*g_)[v];
+				ins.clear();
+				for (std::size_t u : d.preds)
+					ins.push_back(fs[u]);
+				fs[v] = pool.submit_after(ins, [c = d.fn] { c->call(); });
+			}
+			ins.clear();
+			for (std::size_t v = 0; v < n; v++)
+				if (!(*g_)[v].has_succ)
+					ins.push_back(fs[v]);
+			return when_all(pool, ins);
+		} catch (...) {
+			for (future<void> &f : fs)
+				f.cancel();
+			for (future<void> &f : fs)
+				f.wait();
+			throw;
+		}
+	}
+
+private:
+	/* Every node after its predecessors (depth-first over predecessors). Throws
+	 * EDEADLK for a cycle. */
+	std::vector<std::size_t>
+	topological_order() const
+	{
+		std::size_t n = size();
+		std::vector<std::size_t> order;
+		order.reserve(n);
+		enum : unsigned char { unseen, open_now, done };
+		std::vector<unsigned char> mark(n, unseen);
+		std::vector<std::pair<std::size_t, std::size_t>> stack;	/* node, next pred */
+		for (std::size_t root = 0; root < n; root++) {
+			if (mark[root] != unseen)
+				continue;
+			mark[root] = open_now;
+			stack.emplace_back(root, 0);
+			while (!stack.empty()) {
+				auto &[v, k] = stack.back();
+				const std::vector<std::size_t> &preds = (*g_)[v].preds;
+				if (k < preds.size()) {
+					std::size_t u = preds[k++];
+					if (mark[u] == open_now)
+						detail::throw_error(EDEADLK, "heist::task_graph::run: a cycle");
+					if (mark[u] == unseen) {
+						mark[u] = open_now;
+						stack.emplace_back(u, 0);	/* v and k dangle now */
+					}
+				} else {
+					mark[v] = done;
+					order.push_back(v);
+					stack.pop_back();
+				}
+			}
+		}
+		return order;
+	}
+
+	std::unique_ptr<nodes> g_;
+};
 
 } // namespace heist
 
