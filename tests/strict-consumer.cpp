@@ -3,7 +3,8 @@
 // heist/inline.h), compiled by tests/check-strict.py with -Wold-style-cast,
 // -Wuseless-cast, -Wconversion, -Wsign-conversion and -Werror through -I: the
 // header's templates are instantiated here in the common forms (submit, post, then,
-// cancel tokens, every for_each, reduce, join, task_group, run), so that a warning in
+// cancel tokens, every for_each, reduce, join, task_group, run, submit_after, when_all,
+// task_graph), so that a warning in
 // any of them fails here before it fails in a user's build. Only compiled and linked.
 #include <heist/heist.hpp>
 #include <heist/profile.h>
@@ -64,8 +65,23 @@ int main()
 		tg.wait();
 		return out[0] + out[1];
 	});
+	auto after = pool.submit_after({f, s}, [](int x) { return x * 2; }, 4);
+	auto always = pool.submit_after(heist::after_always, {after}, [] {});
+	std::vector<heist::future<long>> many;
+	for (int i = 0; i < 10; i++)
+		many.push_back(pool.submit([i] { return long(i); }));
+	auto all = heist::when_all(pool, many);
+	auto after_many = pool.submit_after(many, [] { return 1; });
+	heist::when_all(pool, f, s, chained, after, always, all).get();
+	heist::task_graph graph;
+	long cells[3] = {0, 0, 0};
+	auto n0 = graph.emplace([&cells] { cells[0] = 1; });
+	auto n1 = graph.emplace([&cells] { cells[1] = cells[0] + 1; });
+	graph.emplace([&cells] { cells[2] = cells[1] + cells[0]; }).succeed(n0, n1);
+	n0.precede(n1);
+	graph.run(pool).get();
 	pool.wait_idle();
-	std::printf("%ld %d %s %d %d %.0f %ld\n", r, f.get(), s.get().c_str(), chained.get(),
-		    c.get(), sum, g);
+	std::printf("%ld %d %s %d %d %.0f %ld %d %d %ld\n", r, f.get(), s.get().c_str(),
+		    chained.get(), c.get(), sum, g, after.get(), after_many.get(), cells[2]);
 	return 0;
 }

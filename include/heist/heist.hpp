@@ -5,15 +5,17 @@
  * heist_pool the caller owns), submit and post of any callable with arguments,
  * heist::future<R> (a result or an exception, then, cancel), heist::cancel_token and
  * heist::cancelled(), parallel loops and reductions (pool::for_each, pool::reduce,
- * pool::reduce_deterministic), and fork-join with zero heap allocation (heist::join,
- * heist::task_group, pool::run). What does not: any scheduling; every task runs
- * through the C calls, so the same scheduler, the same profiler and the same
- * statistics see C and C++ tasks alike.
+ * pool::reduce_deterministic), fork-join with zero heap allocation (heist::join,
+ * heist::task_group, pool::run), and dependent tasks: pool::submit_after (a task that
+ * runs once futures of any types are done, without consuming them), heist::when_all
+ * and heist::task_graph (a graph built once and run many times). What does not: any
+ * scheduling; every task runs through the C calls, so the same scheduler, the same
+ * profiler and the same statistics see C and C++ tasks alike.
  *
  * Exceptions never cross the C library's frames: every function the library calls
  * (a trampoline) is noexcept, catches everything the user's code throws, and stores
  * it where the caller's side rethrows it (future::get, for_each, reduce, join, run,
- * task_group::wait). Storage, by operation (docs/cxx.md has the full table):
+ * task_group::wait; a dependent task hands an input's on). Storage, by operation (docs/cxx.md has the full table):
  *  - submit/post/submit_cancellable of a callable whose decayed callable and
  *    arguments are trivially copyable and fit the C job record's 48 inline bytes
  *    (with 8 bytes for a ticket when the future may carry an exception or a value,
@@ -27,6 +29,11 @@
  *    callable, its arguments and the result or exception; heist_submit.
  *  - future::then: one heap block (the C continuation record keeps its inline bytes
  *    for itself).
+ *  - submit_after, when_all: one heap block per dependent task (heist_submit_after,
+ *    always with HEIST_AFTER_ALWAYS: the trampoline reads each input as get() would),
+ *    and the first time an inline future is an input, one small block that keeps
+ *    its C future for every dependent (a heap future's own block does that);
+ *    task_graph::run: that, once per node, and one when_all.
  *  - for_each, join, task_group, run: nothing; closures and records live in the
  *    caller's frame.
  * The idea of a per-job ticket and a side table for the rare path is ours; the
@@ -60,7 +67,9 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -69,6 +78,7 @@
 #include <unordered_map>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace heist {
 
@@ -454,15 +464,40 @@ run_inline(void *p) noexcept
 
 /* ---- jobs in one heap block (heist_submit, heist_future_then) ---- */
 
+/* The exception throw_error(err, what) throws, as a pointer: what an input's get()
+ * would throw, handed on to a dependent task. */
+inline std::exception_ptr
+error_ptr(int err, const char *what) noexcept
+{
+	try {
+		throw_error(err, what);
+	} catch (...) {
+		return std::current_exception();
+	}
+}
+
 /* The block's count: the job's reference (dropped by its trampoline, or by the future
- * when the job never ran) and the future's. */
+ * when the job never ran), the future's, and one per dependent task that has the
+ * future among its inputs (future::hold, which also shares inline futures through a
+ * block of this kind: inline_share). */
 struct state_base {
 	std::atomic<unsigned> refs;
 	explicit state_base(unsigned n) noexcept : refs(n) {}
 	virtual ~state_base() = default;
+	state_base(const state_base &) = delete;
+	state_base &operator=(const state_base &) = delete;
 	/* The job will never run: end what it holds now (its callable), as its
 	 * trampoline would have. */
 	virtual void unrun() noexcept {}
+	/* The job is final and was shared (future::hold): null if get() would return,
+	 * else what it would throw. Called by dependent tasks, on any thread, at once. */
+	virtual std::exception_ptr failure() noexcept = 0;
+	void
+	acquire() noexcept
+	{
+		/* relaxed: the caller holds a reference already. */
+		refs.fetch_add(1, std::memory_order_relaxed);
+	}
 	void
 	release() noexcept
 	{
@@ -474,26 +509,132 @@ struct state_base {
 
 enum class status : unsigned char { none, value, error, cancelled };
 
-template <class R>
-struct result_state : state_base {
-	using state_base::state_base;
+/* What every heap block's future reads but the value: written by the trampoline
+ * before its job is final, read after. */
+struct result_base : state_base {
+	explicit result_base(unsigned n) noexcept : state_base(n) {}
 	status st = status::none;
-	result_slot<R> value;
 	std::exception_ptr error;
+	/* The C future, once a dependent task shares the block (future::hold): from then
+	 * on the block keeps it, so that a dependent can read its code after the future
+	 * object is gone, and releases it with its last reference. */
+	std::atomic<heist_future *> shared{nullptr};
+
+	~result_base() override
+	{
+		/* relaxed: the last release (acq_rel) ordered every store before this. */
+		if (heist_future *f = shared.load(std::memory_order_relaxed))
+			heist_future_release(f);
+	}
+	std::exception_ptr
+	failure() noexcept override
+	{
+		/* acquire: pairs with hold()'s compare-exchange (the submit of the
+		 * dependent orders it too). */
+		heist_future *f = shared.load(std::memory_order_acquire);
+		int code = f ? heist_future_wait(f) : 0;	/* final: returns at once */
+		if (code != 0)	/* never ran: cancelled, or a continuation not queued */
+			return error_ptr(code, "heist::future::get");
+		if (st == status::error)
+			return error;
+		if (st == status::cancelled)
+			return error_ptr(ECANCELED, "heist::future::get");
+		return nullptr;
+	}
+};
+
+template <class R>
+struct result_state : result_base {
+	using result_base::result_base;
+	result_slot<R> value;
+};
+
+/* Erase what the job of f leaves under t in the side table: now if it is final, else
+ * once it is (a continuation), for an inline future dropped before it took it. A
+ * continuation runs unless the job was cancelled before it ran, when it left
+ * nothing. */
+inline void
+drop_side(heist_future *f, ticket t) noexcept
+{
+	if (heist_future_done(f)) {
+		side_take(t);
+		return;
+	}
+	int err = heist_future_then(f, &side_erase_job, reinterpret_cast<void *>(t), nullptr);
+	if (err) {	/* ENOMEM (or the pool just went): wait instead */
+		heist_future_wait(f);
+		side_take(t);
+	}
+}
+
+/* An inline future shared with dependent tasks (future::hold): the C future and the
+ * job's ticket, kept until the future object and every dependent are done with them.
+ * What the job left in the side table (an exception, a colliding value) is moved here
+ * by whoever reads it first, the future's get() or a dependent, so that all of them
+ * read it. The count: the future object's reference and one per dependent. */
+struct inline_share final : state_base {
+	heist_future *f = nullptr;	/* nullptr: lost the race to be installed */
+	ticket t = 0;
+	bool taken = false;		/* under sides().lock: entry is what t held */
+	std::optional<side_entry> entry;
+
+	inline_share() noexcept : state_base(1) {}
+	~inline_share() override
+	{
+		if (!f)
+			return;
+		if (t && !taken)
+			drop_side(f, t);
+		heist_future_release(f);
+	}
+
+	/* The job is final and returned code_side: what it left in the side table.
+	 * Written once under the table's lock, read-only afterwards. */
+	const side_entry *
+	side() noexcept
+	{
+		side_table &s = sides();
+		std::lock_guard<std::mutex> g(s.lock);
+		if (!taken) {
+			auto it = s.map.find(t);
+			if (it != s.map.end()) {
+				entry.emplace(std::move(it->second));
+				s.map.erase(it);
+			}
+			taken = true;
+		}
+		return entry ? &*entry : nullptr;
+	}
+
+	std::exception_ptr
+	failure() noexcept override
+	{
+		int code = heist_future_wait(f);	/* final: returns at once */
+		if (code == ECANCELED || code == code_token)
+			return error_ptr(ECANCELED, "heist::future::get");
+		if (code == code_side) {
+			const side_entry *e = side();
+			return e ? e->error : nullptr;	/* no error: a colliding value */
+		}
+		return nullptr;
+	}
+};
+
+/* A callable and its arguments in a heap block (heap_job, after_job). */
+template <class Fn, class... T>
+struct bound {
+	Fn fn;
+	pack<T...> args;
+	template <class F, class... A>
+	bound(std::in_place_t, F &&f, A &&...a)
+		: fn(std::forward<F>(f)), args(std::in_place, std::forward<A>(a)...)
+	{
+	}
 };
 
 template <class R, bool Post, class Fn, class... T>
 struct heap_job final : result_state<R> {
-	struct bound {
-		Fn fn;
-		pack<T...> args;
-		template <class F, class... A>
-		bound(std::in_place_t, F &&f, A &&...a)
-			: fn(std::forward<F>(f)), args(std::in_place, std::forward<A>(a)...)
-		{
-		}
-	};
-	std::optional<bound> b;
+	std::optional<bound<Fn, T...>> b;
 	token_block *tok;
 
 	template <class F, class... A>
@@ -527,7 +668,7 @@ struct heap_job final : result_state<R> {
 			s->st = status::cancelled;
 		} else {
 			try {
-				bound &bd = *s->b;
+				bound<Fn, T...> &bd = *s->b;
 				if constexpr (Post)
 					bd.args.call(std::move(bd.fn));
 				else
@@ -687,7 +828,9 @@ public:
 	future(future &&o) noexcept
 		: f_(std::exchange(o.f_, nullptr)), s_(std::exchange(o.s_, nullptr)),
 		  ticket_(std::exchange(o.ticket_, 0)), token_(std::exchange(o.token_, nullptr)),
-		  code_(o.code_), settled_(std::exchange(o.settled_, false))
+		  code_(o.code_), settled_(std::exchange(o.settled_, false)),
+		  /* relaxed: a move has the object to itself (no const call beside it). */
+		  sh_(o.sh_.exchange(nullptr, std::memory_order_relaxed))
 	{
 	}
 	future &
@@ -701,6 +844,9 @@ public:
 			token_ = std::exchange(o.token_, nullptr);
 			code_ = o.code_;
 			settled_ = std::exchange(o.settled_, false);
+			/* relaxed: as in the move constructor. */
+			sh_.store(o.sh_.exchange(nullptr, std::memory_order_relaxed),
+				  std::memory_order_relaxed);
 		}
 		return *this;
 	}
@@ -795,6 +941,7 @@ private:
 	template <class>
 	friend class future;
 	friend class pool_ref;
+	friend class future_ref;
 	template <class, class, class>
 	friend struct detail::cont_job;
 
@@ -848,7 +995,16 @@ private:
 		if (v == ECANCELED || v == detail::code_token)
 			throw cancelled_error();
 		if (v == detail::code_side) {
-			std::optional<detail::side_entry> e = detail::side_take(ticket_);
+			/* relaxed: hold() is a const call, ordered before this non-const
+			 * one by whatever lets the owner use the object again. */
+			detail::inline_share *sh = sh_.load(std::memory_order_relaxed);
+			std::optional<detail::side_entry> e;
+			if (sh) {
+				if (const detail::side_entry *se = sh->side())
+					e = *se;
+			} else {
+				e = detail::side_take(ticket_);
+			}
 			ticket_ = 0;
 			if (!e)	/* cannot happen: the trampoline put it before returning */
 				std::terminate();
@@ -871,28 +1027,74 @@ private:
 			return;
 		if (!settled_ && heist_future_done(f_))
 			settle();
-		if (settled_) {
+		/* relaxed: as in take(). A shared future's C future belongs to its block
+		 * (hold), which releases it, and erases the side entry, with its last
+		 * reference. */
+		detail::inline_share *sh = sh_.exchange(nullptr, std::memory_order_relaxed);
+		bool kept = sh || (s_ && s_->shared.load(std::memory_order_relaxed) == f_);
+		if (sh) {
+			/* the share's */
+		} else if (settled_) {
 			if (!s_ && code_ == detail::code_side && ticket_)
 				detail::side_take(ticket_);
 		} else if (!s_ && ticket_) {
 			/* Dropped before its job is done: whatever the job leaves in the
-			 * side table is erased when it is. A continuation runs unless the
-			 * job was cancelled before it ran, when it left nothing. */
-			int err = heist_future_then(f_, &detail::side_erase_job,
-						    reinterpret_cast<void *>(ticket_), nullptr);
-			if (err) {	/* ENOMEM (or the pool just went): wait instead */
-				heist_future_wait(f_);
-				detail::side_take(ticket_);
-			}
+			 * side table is erased when it is. */
+			detail::drop_side(f_, ticket_);
 		}
 		if (s_)
 			s_->release();
-		heist_future_release(f_);
+		if (sh)
+			sh->release();
+		if (!kept)
+			heist_future_release(f_);
 		f_ = nullptr;
 		s_ = nullptr;
 		ticket_ = 0;
 		token_ = nullptr;
 		settled_ = false;
+	}
+
+	/*
+	 * For a dependent task (submit_after, when_all): a counted reference to a block
+	 * that can tell, once the job is final, whether get() would throw and what
+	 * (state_base::failure), whatever this object does meanwhile (get, then, its
+	 * destruction). The block keeps the C future from now on: the heap block itself
+	 * for a heap job, an inline_share made at the first call for an inline one.
+	 * Const, and safe beside other const calls: one future may feed any number of
+	 * dependents, from any threads. Throws std::future_error on an empty future,
+	 * std::bad_alloc.
+	 */
+	detail::state_base *
+	hold() const
+	{
+		if (!f_)
+			throw std::future_error(std::future_errc::no_state);
+		if (s_) {
+			heist_future *none = nullptr;
+			/* acq_rel: publishes f_ to failure() on the dependent's thread (its
+			 * submit orders it too); a failed exchange found f_ already. */
+			s_->shared.compare_exchange_strong(none, f_, std::memory_order_acq_rel);
+			s_->acquire();
+			return s_;
+		}
+		/* acquire: pairs with the exchange below in another const call. */
+		detail::inline_share *sh = sh_.load(std::memory_order_acquire);
+		if (!sh) {
+			auto *made = new detail::inline_share;
+			made->f = f_;
+			made->t = ticket_;
+			/* acq_rel: publishes made's fields; on failure, sees the winner's. */
+			if (sh_.compare_exchange_strong(sh, made, std::memory_order_acq_rel,
+							std::memory_order_acquire)) {
+				sh = made;
+			} else {
+				made->f = nullptr;
+				delete made;
+			}
+		}
+		sh->acquire();
+		return sh;
 	}
 
 	heist_future *f_ = nullptr;
@@ -902,6 +1104,8 @@ private:
 						   if the job never runs */
 	int code_ = 0;				/* settled: the C future's result */
 	bool settled_ = false;
+	/* Inline jobs given to a dependent (hold): the block that keeps the C future. */
+	mutable std::atomic<detail::inline_share *> sh_{nullptr};
 };
 
 /* ---- continuations ---- */
@@ -1004,6 +1208,156 @@ future<R>::then(G &&g)
 	}
 	return future<U>(out, s, 0, nullptr);
 }
+
+/* ---------------------------------------------------------------------------------- */
+/* Dependent tasks                                                                    */
+
+/**
+ * A reference to a heist::future of any result type, naming it as an input of a
+ * dependent task (pool::submit_after, heist::when_all): neither owns nor consumes it.
+ * Made implicitly from a future, so that inputs of different types go in one list
+ * ({a, b, c}); it lives only for the call it is passed to, and the future may then be
+ * moved, waited for, read with get() or dropped, as the dependent does not need it.
+ */
+class future_ref {
+public:
+	template <class R>
+	future_ref(const future<R> &f) noexcept
+		: p_(&f), hold_(&hold_of<R>), c_(f.native_handle())
+	{
+	}
+
+	/** The C future (nullptr for an empty future), still owned by the future. */
+	heist_future *native_handle() const noexcept { return c_; }
+
+private:
+	friend class pool_ref;
+
+	template <class R>
+	static detail::state_base *
+	hold_of(const void *p)
+	{
+		return static_cast<const future<R> *>(p)->hold();
+	}
+
+	/* A counted reference for the dependent (future::hold). */
+	detail::state_base *hold() const { return hold_(p_); }
+
+	const void *p_;
+	detail::state_base *(*hold_)(const void *);
+	heist_future *c_;
+};
+
+/** The tag of pool::submit_after's form that runs the task even when an input failed
+ *  or was cancelled (HEIST_AFTER_ALWAYS). */
+struct after_always_t {
+	explicit after_always_t() = default;
+};
+inline constexpr after_always_t after_always{};
+
+namespace detail {
+
+/* A dependent's counted references to its inputs (future::hold), in argument order: up
+ * to 4 in place, more in one block. */
+class input_list {
+public:
+	explicit input_list(std::size_t n) : big_(n > in_place ? new state_base *[n] : nullptr) {}
+	input_list(const input_list &) = delete;
+	input_list &operator=(const input_list &) = delete;
+	~input_list() { clear(); }
+
+	void push(state_base *s) noexcept { data()[n_++] = s; }
+	std::size_t size() const noexcept { return n_; }
+	state_base *operator[](std::size_t i) noexcept { return data()[i]; }
+
+	/* Let every input go. Idempotent. */
+	void
+	clear() noexcept
+	{
+		state_base **d = data();
+		for (std::size_t i = 0; i < n_; i++)
+			d[i]->release();
+		n_ = 0;
+	}
+
+private:
+	enum : std::size_t { in_place = 4 };
+	state_base **data() noexcept { return big_ ? big_.get() : small_; }
+
+	state_base *small_[in_place] = {};
+	std::unique_ptr<state_base *[]> big_;
+	std::size_t n_ = 0;
+};
+
+/* The heap block of a dependent task: its callable and arguments, its inputs, its
+ * result. The C job is submitted with HEIST_AFTER_ALWAYS whatever the form: the C
+ * library reads an input's failure in its int, and a C++ future's int is not that (an
+ * int result is the value itself; a heap job's exception is in its block, its int 0),
+ * so the trampoline reads each input as get() would (state_base::failure) and, unless
+ * Always, ends with the first failure in argument order without calling f. */
+template <class R, class Fn, class... T>
+struct after_job final : result_state<R> {
+	std::optional<bound<Fn, T...>> b;
+	input_list ins;
+	bool always;
+
+	template <class F, class... A>
+	after_job(std::size_t n, bool all, F &&f, A &&...a)
+		: result_state<R>(2), ins(n), always(all)
+	{
+		b.emplace(std::in_place, std::forward<F>(f), std::forward<A>(a)...);
+	}
+	void
+	unrun() noexcept override
+	{
+		b.reset();
+		ins.clear();
+	}
+
+	static int
+	run(void *p) noexcept
+	{
+		auto *s = static_cast<after_job *>(p);
+		token_scope scope(nullptr);
+		std::exception_ptr failed;
+		for (std::size_t i = 0; !s->always && !failed && i < s->ins.size(); i++)
+			failed = s->ins[i]->failure();
+		s->ins.clear();	/* before the call: nothing in f needs them */
+		if (failed) {
+			s->error = std::move(failed);
+			s->st = status::error;
+		} else {
+			try {
+				bound<Fn, T...> &bd = *s->b;
+				s->value.set([&]() -> decltype(auto) {
+					return bd.args.call(std::move(bd.fn));
+				});
+				s->st = status::value;
+			} catch (...) {
+				s->error = std::current_exception();
+				s->st = status::error;
+			}
+		}
+		s->b.reset();	/* the callable and its arguments end on the worker */
+		s->release();	/* the job's reference */
+		return 0;	/* always 0: anything else means it never ran */
+	}
+};
+
+/* Whether Range is a range whose elements name futures (future<R> or future_ref). */
+template <class Range, class = void>
+struct is_future_range : std::false_type {};
+template <class Range>
+struct is_future_range<
+	Range, std::void_t<decltype(std::begin(std::declval<const Range &>())),
+			   decltype(std::end(std::declval<const Range &>()))>>
+	: std::is_convertible<decltype(*std::begin(std::declval<const Range &>())), future_ref> {
+};
+
+template <class Range>
+inline constexpr bool is_future_range_v = is_future_range<Range>::value;
+
+} // namespace detail
 
 /* ---------------------------------------------------------------------------------- */
 /* Fork-join                                                                          */
@@ -1377,6 +1731,74 @@ public:
 	}
 
 	/**
+	 * Run f(args...) on the pool once every input is done (heist_submit_after), and
+	 * return its future; no thread waits or polls meanwhile. inputs: futures of any
+	 * result types and any pools, as a braced list ({a, b, c}) or a range (a
+	 * std::vector<heist::future<R>>, of heist::future_ref). They are not consumed:
+	 * the caller keeps them, and may get() them, hand them to other dependents, or
+	 * drop them at once (the task still waits for them). If an input failed (its
+	 * get() would throw) or was cancelled, f never runs and the returned future
+	 * rethrows the first such input's exception in argument order (cancelled_error
+	 * for one cancelled), as the C default does; the after_always form runs f
+	 * anyway. No inputs: runnable at once, as submit. f and args are stored as
+	 * submit stores a heap job's; plus, per input, a counted reference, and the
+	 * first time an inline future (submit_is_inline) is an input, one small block
+	 * that then keeps its C future for every dependent. The task is queued by the
+	 * thread that finishes the last input; a waiter of its future never runs it
+	 * early, and cancelling the future before it runs ends it unrun (the inputs go
+	 * on). Throws std::future_error (no_state) for an empty input, std::bad_alloc,
+	 * std::system_error (EINVAL for an empty pool; ESHUTDOWN when every input is
+	 * done and the pool is being destroyed); nothing was queued then. A pool
+	 * destroyed before the last input ends ends the task unrun: its future throws
+	 * std::system_error (ESHUTDOWN).
+	 */
+	template <class F, class... Args>
+	[[nodiscard]] auto
+	submit_after(std::initializer_list<future_ref> inputs, F &&f, Args &&...args)
+		-> future<detail::result_of<F, Args...>>
+	{
+		return after_impl(false, inputs.begin(), inputs.size(), std::forward<F>(f),
+				  std::forward<Args>(args)...);
+	}
+
+	/** submit_after with the inputs as a range (a std::vector<heist::future<R>>, say). */
+	template <class Range, class F, class... Args,
+		  std::enable_if_t<detail::is_future_range_v<Range>, int> = 0>
+	[[nodiscard]] auto
+	submit_after(const Range &inputs, F &&f, Args &&...args)
+		-> future<detail::result_of<F, Args...>>
+	{
+		return after_impl(false, std::begin(inputs), range_size(inputs),
+				  std::forward<F>(f), std::forward<Args>(args)...);
+	}
+
+	/**
+	 * submit_after that runs f even when an input failed or was cancelled
+	 * (HEIST_AFTER_ALWAYS): f sees each input's outcome through its future, which
+	 * stays the caller's (f may call get() on it if the caller keeps it alive for
+	 * f and does not read it itself). The returned future is f's.
+	 */
+	template <class F, class... Args>
+	[[nodiscard]] auto
+	submit_after(after_always_t, std::initializer_list<future_ref> inputs, F &&f,
+		     Args &&...args) -> future<detail::result_of<F, Args...>>
+	{
+		return after_impl(true, inputs.begin(), inputs.size(), std::forward<F>(f),
+				  std::forward<Args>(args)...);
+	}
+
+	/** The after_always form with the inputs as a range. */
+	template <class Range, class F, class... Args,
+		  std::enable_if_t<detail::is_future_range_v<Range>, int> = 0>
+	[[nodiscard]] auto
+	submit_after(after_always_t, const Range &inputs, F &&f, Args &&...args)
+		-> future<detail::result_of<F, Args...>>
+	{
+		return after_impl(true, std::begin(inputs), range_size(inputs),
+				  std::forward<F>(f), std::forward<Args>(args)...);
+	}
+
+	/**
 	 * Run f() on the pool and wait for it, returning its result or rethrowing its
 	 * exception (heist_run): how an outside thread enters the pool for fork-join; on
 	 * a worker of this pool f runs inline. No heap allocation. Throws
@@ -1554,6 +1976,41 @@ private:
 		return result;
 	}
 
+	template <class Range>
+	static std::size_t
+	range_size(const Range &r)
+	{
+		return static_cast<std::size_t>(std::distance(std::begin(r), std::end(r)));
+	}
+
+	/* One dependent task over n inputs from first (each converts to future_ref). */
+	template <class It, class F, class... Args>
+	auto
+	after_impl(bool always, It first, std::size_t n, F &&f, Args &&...args)
+		-> future<detail::result_of<F, Args...>>
+	{
+		using R = detail::result_of<F, Args...>;
+		using S = detail::after_job<R, std::decay_t<F>, std::decay_t<Args>...>;
+		enum : std::size_t { on_stack = 8 };
+		heist_future *small[on_stack];
+		std::unique_ptr<heist_future *[]> big(n > on_stack ? new heist_future *[n]
+								   : nullptr);
+		heist_future **cf = big ? big.get() : small;
+		std::unique_ptr<S> s(new S(n, always, std::forward<F>(f), std::forward<Args>(args)...));
+		for (std::size_t i = 0; i < n; i++, ++first) {
+			const future_ref r = *first;
+			s->ins.push(r.hold());	/* on a throw, s lets the others go */
+			cf[i] = r.native_handle();
+		}
+		::heist_after opt{};
+		opt.flags = HEIST_AFTER_ALWAYS;	/* see detail::after_job */
+		heist_future *out = nullptr;
+		int err = heist_submit_after(p_, n ? cf : nullptr, n, &S::run, s.get(), &opt, &out);
+		if (err)
+			detail::throw_error(err, "heist::pool::submit_after");
+		return future<R>(out, s.release(), 0, nullptr);
+	}
+
 	template <class B, class Map>
 	void
 	loop_impl(B &body, Map map, std::size_t n, std::size_t grain)
@@ -1658,6 +2115,247 @@ private:
 		c.threads = n;
 		return c;
 	}
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* when_all and task graphs                                                           */
+
+namespace detail {
+struct nothing {
+	void operator()() const noexcept {}
+};
+} // namespace detail
+
+/**
+ * A future that is ready once every input is done, with no thread waiting meanwhile:
+ * a dependent task (pool::submit_after) that runs no code of the caller's, on pool.
+ * Its get() returns nothing, or rethrows the first failure among the inputs in
+ * argument order (an input's exception, cancelled_error for one cancelled), as
+ * heist_when_all gives the first nonzero result. The inputs (futures of any result
+ * types and any pools) are not consumed: once it is ready they are ready too, and
+ * each one's get() gives its result (std::experimental::when_all moves the futures
+ * into a tuple instead, which a future that also feeds other dependents cannot
+ * allow). No inputs: ready once the pool runs it. Cancelling it ends it
+ * (cancelled_error); the inputs go on. Throws as submit_after.
+ */
+[[nodiscard]] inline future<void>
+when_all(pool_ref pool, std::initializer_list<future_ref> inputs)
+{
+	return pool.submit_after(inputs, detail::nothing{});
+}
+
+/** when_all over each future given (of any result types). */
+template <class... R>
+[[nodiscard]] future<void>
+when_all(pool_ref pool, const future<R> &...inputs)
+{
+	return when_all(pool, {future_ref(inputs)...});
+}
+
+/** when_all over a range of futures (a std::vector<heist::future<R>>, say). */
+template <class Range, std::enable_if_t<detail::is_future_range_v<Range>, int> = 0>
+[[nodiscard]] future<void>
+when_all(pool_ref pool, const Range &inputs)
+{
+	return pool.submit_after(inputs, detail::nothing{});
+}
+
+/**
+ * A graph of tasks, built once and run any number of times: each node a callable with
+ * no arguments, each edge "this node runs after that one". Every run submits each node
+ * as a dependent task of its predecessors' futures of that run (pool::submit_after),
+ * so a run blocks no thread and costs one dependent task per node (a C job record and
+ * a heap block for it, and a counted reference per edge) plus one when_all over the
+ * nodes with no successors. A node that throws ends its successors, transitively,
+ * unrun, with its exception; the other nodes run. The graph is not thread-safe: build
+ * and run it from one thread at a time. Runs may overlap, and a node's callable may
+ * then run concurrently with itself. Each run shares ownership of the callables, so
+ * the graph may be changed or destroyed while runs are in flight; edges added after a
+ * run started do not apply to it. Movable, not copyable; node handles stay valid
+ * across a move.
+ */
+class task_graph {
+	struct callable {
+		virtual ~callable() = default;
+		virtual void call() = 0;
+	};
+	template <class F>
+	struct holder final : callable {
+		F f;
+		template <class G>
+		explicit holder(G &&g) : f(std::forward<G>(g))
+		{
+		}
+		void call() override { std::invoke(f); }
+	};
+	struct node_data {
+		std::shared_ptr<callable> fn;
+		std::vector<std::size_t> preds;	/* indices; may repeat */
+		bool has_succ = false;
+	};
+	using nodes = std::vector<node_data>;
+
+public:
+	/** A handle to a node of one graph. Copyable; an empty one (default) names no
+	 *  node. */
+	class node {
+	public:
+		node() noexcept = default;
+
+		/** Make this node run after each of others (nodes of the same graph).
+		 *  Throws std::system_error (EINVAL) for an empty node or one of another
+		 *  graph (nothing added then), std::bad_alloc. A cycle is found by run. */
+		template <class... N>
+		node &
+		succeed(const N &...others)
+		{
+			static_assert((std::is_same_v<N, node> && ...), "heist::task_graph::node");
+			check(others...);
+			((*g_)[i_].preds.push_back(others.i_), ...);
+			(((*g_)[others.i_].has_succ = true), ...);
+			return *this;
+		}
+
+		/** Make each of others run after this node. As succeed otherwise. */
+		template <class... N>
+		node &
+		precede(const N &...others)
+		{
+			static_assert((std::is_same_v<N, node> && ...), "heist::task_graph::node");
+			check(others...);
+			((*g_)[others.i_].preds.push_back(i_), ...);
+			if (sizeof...(N) > 0)
+				(*g_)[i_].has_succ = true;
+			return *this;
+		}
+
+		/** The node's number in its graph: 0, 1, ... in emplace order. */
+		std::size_t index() const noexcept { return i_; }
+
+	private:
+		friend class task_graph;
+		node(nodes *g, std::size_t i) noexcept : g_(g), i_(i) {}
+
+		template <class... N>
+		void
+		check(const N &...others) const
+		{
+			if (!g_ || ((others.g_ != g_) || ...))
+				detail::throw_error(EINVAL, "heist::task_graph::node");
+		}
+
+		nodes *g_ = nullptr;
+		std::size_t i_ = 0;
+	};
+
+	task_graph() : g_(new nodes) {}
+	task_graph(task_graph &&o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+	task_graph &
+	operator=(task_graph &&o) noexcept
+	{
+		g_ = std::exchange(o.g_, nullptr);
+		return *this;
+	}
+	task_graph(const task_graph &) = delete;
+	task_graph &operator=(const task_graph &) = delete;
+
+	/** Add a node that calls f() (an lvalue call, once per run; its result is
+	 *  dropped). f is decay-copied, as submit does. Throws std::bad_alloc. */
+	template <class F>
+	node
+	emplace(F &&f)
+	{
+		using Fn = std::decay_t<F>;
+		static_assert(std::is_invocable_v<Fn &>,
+			      "heist::task_graph::emplace: the node's callable takes no arguments");
+		if (!g_)
+			g_.reset(new nodes);
+		std::shared_ptr<callable> c = std::make_shared<holder<Fn>>(std::forward<F>(f));
+		g_->push_back(node_data{std::move(c), {}, false});
+		return node(g_.get(), g_->size() - 1);
+	}
+
+	/** Nodes in the graph. */
+	std::size_t size() const noexcept { return g_ ? g_->size() : 0; }
+
+	/**
+	 * Submit every node to pool, each once its predecessors are done, and return a
+	 * future that is ready when every node of this run has ended. Its get() rethrows
+	 * a failed node's exception (the first in emplace order among the nodes with no
+	 * successors, which carry their predecessors' failures). Throws
+	 * std::system_error (EDEADLK: the graph has a cycle, and nothing was submitted;
+	 * or what submit_after throws) or std::bad_alloc; if a submit fails midway, the
+	 * nodes already submitted are cancelled (those running finish) and waited for
+	 * before the exception leaves.
+	 */
+	[[nodiscard]] future<void>
+	run(pool_ref pool)
+	{
+		std::size_t n = size();
+		std::vector<std::size_t> order = topological_order();
+		std::vector<future<void>> fs(n);
+		std::vector<future_ref> ins;
+		try {
+			for (std::size_t v : order) {
+				node_data &d = (*g_)[v];
+				ins.clear();
+				for (std::size_t u : d.preds)
+					ins.push_back(fs[u]);
+				fs[v] = pool.submit_after(ins, [c = d.fn] { c->call(); });
+			}
+			ins.clear();
+			for (std::size_t v = 0; v < n; v++)
+				if (!(*g_)[v].has_succ)
+					ins.push_back(fs[v]);
+			return when_all(pool, ins);
+		} catch (...) {
+			for (future<void> &f : fs)
+				f.cancel();
+			for (future<void> &f : fs)
+				f.wait();
+			throw;
+		}
+	}
+
+private:
+	/* Every node after its predecessors (depth-first over predecessors). Throws
+	 * EDEADLK for a cycle. */
+	std::vector<std::size_t>
+	topological_order() const
+	{
+		std::size_t n = size();
+		std::vector<std::size_t> order;
+		order.reserve(n);
+		enum : unsigned char { unseen, open_now, done };
+		std::vector<unsigned char> mark(n, unseen);
+		std::vector<std::pair<std::size_t, std::size_t>> stack;	/* node, next pred */
+		for (std::size_t root = 0; root < n; root++) {
+			if (mark[root] != unseen)
+				continue;
+			mark[root] = open_now;
+			stack.emplace_back(root, 0);
+			while (!stack.empty()) {
+				auto &[v, k] = stack.back();
+				const std::vector<std::size_t> &preds = (*g_)[v].preds;
+				if (k < preds.size()) {
+					std::size_t u = preds[k++];
+					if (mark[u] == open_now)
+						detail::throw_error(EDEADLK, "heist::task_graph::run: a cycle");
+					if (mark[u] == unseen) {
+						mark[u] = open_now;
+						stack.emplace_back(u, 0);	/* v and k dangle now */
+					}
+				} else {
+					mark[v] = done;
+					order.push_back(v);
+					stack.pop_back();
+				}
+			}
+		}
+		return order;
+	}
+
+	std::unique_ptr<nodes> g_;
 };
 
 } // namespace heist
