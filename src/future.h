@@ -175,15 +175,19 @@ heist__job_set_epoch(struct heist_future *j, unsigned e)
 
 /* Before a continuation is queued: admit it in epoch e and let it run (clear
  * REF_UNQUEUED), in one read-modify-write, since others may hold its future and take
- * or drop references meanwhile. relaxed: the queue's hand-off publishes the flags to
- * the worker that takes it; a waiter that claims it reads only REF_UNQUEUED, itself. */
+ * or drop references meanwhile. release: a waiter that finds REF_UNQUEUED clear
+ * claims and runs the job without the queue's hand-off (wait.c, look: an acquire
+ * load of refs), so this must publish what the job may read: its inputs' writes,
+ * which the thread making it runnable saw (the acquire of its count down, or its own
+ * finish). The later reference counts' read-modify-writes continue the release
+ * sequence. Failure: relaxed, the loop tries again. */
 static inline void
 heist__job_admit_shared(struct heist_future *j, unsigned e)
 {
 	uint32_t r = atomic_load_explicit(&j->refs, memory_order_relaxed), want;
 	do
 		want = (r & ~(REF_EPOCH | REF_UNQUEUED)) | ((e & 1) ? REF_EPOCH : 0);
-	while (!atomic_compare_exchange_weak_explicit(&j->refs, &r, want, memory_order_relaxed,
+	while (!atomic_compare_exchange_weak_explicit(&j->refs, &r, want, memory_order_release,
 						      memory_order_relaxed));
 }
 

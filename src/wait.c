@@ -421,9 +421,10 @@ look(struct walk *k, struct heist_future *j, struct to_run *td)
 	uint32_t s = atomic_load_explicit(&j->state, memory_order_acquire) & FUT_MASK;
 	bool own = j->task.pool == w->pool;
 	if (s == FUT_QUEUED) {
-		/* relaxed: REF_UNQUEUED is cleared before such a job is queued; the
-		 * claim's CAS decides. */
-		uint32_t refs = atomic_load_explicit(&j->refs, memory_order_relaxed);
+		/* acquire: pairs with the release that cleared REF_UNQUEUED
+		 * (heist__job_admit_shared), so that a continuation or dependent task
+		 * we claim sees its inputs' writes; the claim's CAS decides who runs. */
+		uint32_t refs = atomic_load_explicit(&j->refs, memory_order_acquire);
 		if (refs & REF_UNQUEUED) {
 			size_t n = k->n;
 			heist__job_each_dep(j, hold, k);	/* not runnable yet */
