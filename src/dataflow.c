@@ -8,8 +8,9 @@
  * a wait covers them all and the first error cancels the rest.
  *
  * The history is a table keyed by address, under one lock: submits are ordered by the
- * lock, which is the order their edges follow. Futures that are done are dropped from
- * it as they are met, since waiting for them costs nothing. Everything a submit could
+ * lock, which is the order their edges follow. Futures that are done and succeeded are
+ * dropped from it as they are met, since waiting for them costs nothing; failed ones
+ * stay until a wait, so that their error reaches every task after them. Everything a submit could
  * fail on is allocated before the task is submitted, so a failed call changes
  * nothing. Waiting (heist_group_wait) happens outside the lock. */
 #include <errno.h>
@@ -92,13 +93,23 @@ reserve_slots(struct heist_dataflow *df, size_t n)
 	return 0;
 }
 
-/* Drop the readers that are done (keeping the order of the rest). */
+/* Whether f is done and succeeded: a task that depends on it need not wait for it,
+ * nor take its error (one that failed or was cancelled stays an input, so that its
+ * error reaches the tasks after it however late they come). */
+static bool
+done_ok(heist_future *f)
+{
+	return heist_future_done(f) && heist_future_wait(f) == 0;	/* at once */
+}
+
+/* Drop the readers that are done: all of them after a wait (errors start anew), only
+ * those that succeeded before (keeping the order of the rest). */
 static void
-prune_readers(struct slot *s)
+prune_readers(struct slot *s, bool all)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < s->nreaders; i++) {
-		if (heist_future_done(s->readers[i]))
+		if (all ? heist_future_done(s->readers[i]) : done_ok(s->readers[i]))
 			heist__job_release(s->readers[i]);
 		else
 			s->readers[k++] = s->readers[i];
@@ -111,7 +122,7 @@ static int
 reserve_reader(struct heist_dataflow *df, const void *addr)
 {
 	struct slot *s = find(df, addr, true);	/* slots reserved already */
-	prune_readers(s);
+	prune_readers(s, false);
 	if (s->nreaders < s->cap)
 		return 0;
 	size_t cap = s->cap ? s->cap * 2 : 4;
@@ -136,11 +147,12 @@ access_valid(const struct heist_access *acc, size_t n)
 	return true;
 }
 
-/* Add f to inputs unless it is done or there already (for short lists). */
+/* Add f to inputs unless it is done and succeeded, or there already (for short
+ * lists). */
 static void
 add_input(heist_future **inputs, size_t *k, struct heist_future *f)
 {
-	if (!f || heist_future_done(f))
+	if (!f || done_ok(f))
 		return;
 	if (*k <= 64)
 		for (size_t i = 0; i < *k; i++)
@@ -293,7 +305,7 @@ prune(struct heist_dataflow *df)
 		struct slot *s = &old[i];
 		if (!s->addr)
 			continue;
-		prune_readers(s);
+		prune_readers(s, true);
 		if (s->writer && heist_future_done(s->writer)) {
 			heist__job_release(s->writer);
 			s->writer = NULL;
