@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <stdnoreturn.h>
 
+#include "fork.h"
 #include "pool.h"
 #include "probe.h"
 #include "wait.h"
@@ -188,6 +189,40 @@ HEIST_EXPORT int
 		return t->fn(t->arg);
 	}
 	return sync_slow(w, t);
+}
+
+bool
+heist__spawn_take_back(heist_task *ht)
+{
+	struct task *t = (struct task *)ht;
+	struct worker *w = heist__current();
+	if (!w)
+		return false;	/* spawn ran it at once */
+	heist__deque_reopen(&w->dq);
+	for (;;) {
+		/* relaxed: only our own spawn_full, on this thread, stores DONE before
+		 * the task is ever queued; a thief's DONE is heist_sync's to acquire. */
+		if (atomic_load_explicit(&t->state, memory_order_relaxed) != TASK_PENDING)
+			return false;
+		struct task *x = heist__worker_pop(w);
+		if (x == t) {
+			counter_add(&w->stats.pairs, 1);
+			mark_synced(t);
+			return true;
+		}
+		if (!x)
+			return false;	/* stolen: heist_sync waits for its thief */
+		/* relaxed: the kind never changes once queued. A job above t, as in
+		 * sync_slow: to the injector. */
+		if (atomic_load_explicit(&x->state, memory_order_relaxed) == TASK_JOB) {
+			heist__injector_requeue(&w->pool->injector, x);
+			heist__sleep_notify(&w->pool->sleep);
+			continue;
+		}
+		assert(0 && "heist__spawn_take_back: take-backs come in the reverse order of spawns");
+		heist__worker_took(w, HEIST_PATH_INLINE, x, false);
+		heist__worker_run(w, x);
+	}
 }
 
 HEIST_EXPORT int

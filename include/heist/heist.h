@@ -920,6 +920,102 @@ HEIST_EXPORT int heist_reduce_deterministic(heist_pool *pool, size_t begin, size
 					    heist_combine_fn combine, void *arg);
 
 /* ---------------------------------------------------------------------------------- */
+/* Graphs built once and run many times (Taskflow's taskflow, OpenMP's taskgraph)      */
+
+/** A graph of nodes (a function, a loop, another graph) and the edges between them,
+ * built once and run on a pool as often as wanted. A run starts the nodes that have
+ * no predecessor, and each other node once all its predecessors have finished; a run
+ * allocates nothing per node (its nodes run as fork-join tasks whose records live in
+ * the graph) and one job record, its future. Runs of one graph follow each other in
+ * the order of their heist_graph_run calls, each with its own future, result and
+ * cancellation. Opaque. */
+typedef struct heist_graph heist_graph;
+
+/** A node of a graph: valid until the graph is destroyed. Opaque. */
+typedef struct heist_graph_node heist_graph_node;
+
+/**
+ * Create an empty graph.
+ * @returns 0; EINVAL if out is NULL; ENOMEM.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_graph_create(heist_graph **out);
+
+/**
+ * Add a node that calls fn(arg); its return value is the node's result.
+ * Nodes and edges are added while no run of the graph is pending (queued or
+ * running), by one thread at a time; nor while a graph that holds this one as a
+ * node runs (not detected).
+ * @param[out] out  The node, or NULL if the caller names it no further.
+ * @returns 0; EINVAL if g or fn is NULL; EBUSY if a run of g is pending; ENOMEM.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_graph_add_task(heist_graph *g, heist_fn fn, void *arg,
+				      heist_graph_node **out);
+
+/**
+ * Add a node that runs heist_for_each(pool, begin, end, grain, body, arg) on the
+ * run's pool: its result is the loop's.
+ * @returns As heist_graph_add_task; EINVAL also if body is NULL or end < begin.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_graph_add_loop(heist_graph *g, size_t begin, size_t end, size_t grain,
+				      heist_range_fn body, void *arg, heist_graph_node **out);
+
+/**
+ * Add a node that runs the graph sub (a whole run of it, inside this run: its first
+ * error or this run's cancellation stops it; its result is the node's). sub must
+ * outlive g's runs, and may be a node of several graphs, or of one graph more than
+ * once, if no two of its uses can run at once (they are ordered by edges, or the runs
+ * that hold them follow each other): a use that finds sub running already gives
+ * EBUSY.
+ * @returns As heist_graph_add_task; EINVAL also if sub is NULL, is g, or holds g as a
+ *          node (directly or through its own subgraphs): a graph may not hold itself.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_graph_add_graph(heist_graph *g, heist_graph *sub,
+				       heist_graph_node **out);
+
+/**
+ * Make node after run only once node before has finished (in every run). Both must
+ * be nodes of the same graph; an edge given twice counts once per call, harmlessly.
+ * A cycle is found by heist_graph_run.
+ * @returns 0; EINVAL if either is NULL, they are the same node, or of different
+ *          graphs; EBUSY if a run of their graph is pending; ENOMEM.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_graph_edge(heist_graph_node *before, heist_graph_node *after);
+
+/**
+ * Run g on pool: once the previous run of g (from any pool) has ended, every node
+ * runs after its predecessors, each on whatever worker is free. The first nonzero
+ * result of a node is the run's, and nodes that have not started by then do not run
+ * (nor their successors); so does a cancellation (the token, or heist_future_cancel of
+ * the run's future, heist_cancelled() true in the nodes running then), and the run
+ * gives ECANCELED unless a node failed first. Nodes run as fork-join tasks of the
+ * run: heist_cancelled() answers for the run in each. The graph's writes to what its
+ * nodes touch, and everything before the call, are visible to the nodes; everything a
+ * node wrote is visible to its successors and to whoever waits for the run.
+ * Any thread may call this, a task included (but a node of g, whose run would wait
+ * for its own: misuse, not detected).
+ * @param[in] cancel  A token that cancels this run, or NULL (a reference is taken).
+ * @param[out] out  The run's future, or NULL for none (heist_graph_destroy waits).
+ * @returns 0; EINVAL if pool or g is NULL; EDEADLK if the graph (or a subgraph) has a
+ *          cycle; ENOMEM; ESHUTDOWN once pool is being destroyed (nothing is run).
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_graph_run(heist_pool *pool, heist_graph *g, heist_cancel *cancel,
+				 heist_future **out);
+
+/**
+ * Wait for the graph's runs to end, then free it and its nodes. The run futures it
+ * handed out stay valid. Not while a graph that holds it as a node may still run.
+ * NULL: no-op.
+ * @since 0.2
+ */
+HEIST_EXPORT void heist_graph_destroy(heist_graph *g);
+
+/* ---------------------------------------------------------------------------------- */
 /* Fork-join                                                                          */
 
 /**
