@@ -47,7 +47,7 @@ static const char *const impl_names[] = {
 	/* variants of heist, also selected by "heist" (unless --exact) */
 	"heist-outside", "heist-nested", "heist-prof", "heist-sample", "heist-pin",
 	"heist-futures", "heist-group", "heist-then", "heist-wait", "heist-det",
-	"heist-foreach",
+	"heist-foreach", "heist-graph",
 	/* the C++ API's rows (w_cxx.cpp), with a C++ compiler */
 	"heist-cxx", "heist-cxx-futures",
 };

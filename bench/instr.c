@@ -30,7 +30,14 @@
  * each is linked to them and queued by the worker when the last one ends. Every task
  * only counts down. Per task, over every thread: (run - dep-base) / N, which is the
  * task's own cost (submit, link, queue, run, finish) with the inputs' taken out; the
- * submitting thread's share likewise from the main thread's counts. */
+ * submitting thread's share likewise from the main thread's counts.
+ *
+ * And what a node of a heist_graph costs when the graph is run again: `graph1-once
+ * N`, `graph1-twice N` (and graph3-): a graph of N input nodes and N nodes after them,
+ * of 1 input (input k) or 3 (k, k + 1, k + 2 mod N) as above, made, then run once or
+ * twice on a one-worker pool from the main thread. The worker's count (every thread's
+ * but the main one, which makes the graph, starts the runs and waits) of twice less
+ * that of once is one run; per node, over 2N nodes. */
 #include "workloads.h"
 
 #include "kernels.h"
@@ -227,9 +234,45 @@ dep_child(enum dep_kind kind, long n)
 	return 0;
 }
 
+/* A run of a graph of 2n nodes, after its making: see the top of this file. */
+static int
+graph_child(unsigned inputs, unsigned runs, long n)
+{
+	struct heist_config cfg = { .threads = 1, .spin = 1, .max_spares = HEIST_SPARES_NONE };
+	heist_pool *pool;
+	heist_graph *g;
+	heist_graph_node **node = calloc(2 * (size_t)n, sizeof *node);
+	if (!node || heist_pool_create(&pool, &cfg) || heist_graph_create(&g))
+		return 1;
+	for (long k = 0; k < 2 * n; k++)
+		if (heist_graph_add_task(g, count_task, NULL, &node[k]))
+			return 1;
+	for (long k = 0; k < n; k++)
+		for (unsigned i = 0; i < inputs; i++)
+			if (heist_graph_edge(node[(k + i) % n], node[n + k]))
+				return 1;
+	for (unsigned r = 0; r < runs; r++) {
+		atomic_store(&submit_left, 2 * n);
+		heist_future *f;
+		if (heist_graph_run(pool, g, NULL, &f) || heist_future_wait(f) ||
+		    atomic_load(&submit_left))
+			return 1;
+		heist_future_release(f);
+	}
+	heist_graph_destroy(g);
+	heist_pool_destroy(pool);
+	free(node);
+	return 0;
+}
+
 int
 bench_instr_child(const char *what, int n)
 {
+	static const char *const graphs[] = { "graph1-once", "graph1-twice", "graph3-once",
+					      "graph3-twice" };
+	for (unsigned k = 0; k < sizeof graphs / sizeof graphs[0]; k++)
+		if (strcmp(what, graphs[k]) == 0)
+			return graph_child(k < 2 ? 1 : 3, k % 2 + 1, n);
 	if (strcmp(what, "submit") == 0 || strcmp(what, "submit-serial") == 0)
 		return submit_child(strcmp(what, "submit") == 0, n);
 	static const char *const deps[] = { "dep-base", "dep-plain", "dep-after1", "dep-after3" };
@@ -424,6 +467,28 @@ dep_rows(const char *self, const char *dir)
 		else
 			printf("; %.2fx heist-submit's  (heist_submit_after, %u input%s)\n",
 			       per / plain_per, k == 1 ? 1u : 3u, k == 1 ? "" : "s");
+	}
+	/* Replay: one run of the graph, per node, beside the dependent task. */
+	for (unsigned inputs = 1; inputs <= 3; inputs += 2) {
+		char once[32], twice[32];
+		snprintf(once, sizeof once, "graph%u-once", inputs);
+		snprintf(twice, sizeof twice, "graph%u-twice", inputs);
+		/* The worker's: every thread's but the main one, which makes the graph. */
+		struct counts r1 = count_run(self, NULL, dir, once, n);
+		struct counts r2 = r1.all ? count_run(self, NULL, dir, twice, n) : r1;
+		uint64_t c1 = r1.all - r1.main, c2 = r2.all - r2.main;
+		if (!r1.all || !r2.all || c2 <= c1) {
+			fprintf(stderr, "heist-bench: --instructions: the W10 graph runs failed\n");
+			return 1;
+		}
+		const struct counts *dep = inputs == 1 ? &after1 : &after3;
+		double per = ((double)c2 - (double)c1) / (2.0 * n);
+		double dep_per = ((double)dep->all - (double)base.all) / n;
+		printf("W10      %dk nodes heist-graph%u    1  %14" PRIu64 "  %.1f instructions "
+		       "per node of a run again (worker); %.2fx heist-after%u's, %.2fx "
+		       "heist-submit's  (heist_graph_run of %dk nodes and %dk more with %u "
+		       "input%s)\n", 2 * n / 1000, inputs, c2 - c1, per, per / dep_per, inputs,
+		       per / plain_per, n / 1000, n / 1000, inputs, inputs == 1 ? "" : "s");
 	}
 	return 0;
 }

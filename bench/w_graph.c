@@ -19,7 +19,9 @@
  * Rows: serial (a loop over the points, step by step); heist (heist_submit_after per
  * point with its inputs' futures); heist-then (the way before it: heist_when_all of the
  * inputs, then heist_future_then; one input: then alone; none: heist_submit);
- * heist-foreach (one heist_for_each per step over its points, grain 1: each step
+ * heist-graph (a heist_graph of the same points and edges, made once at the row's
+ * warm-up and run for every graph: replay); heist-foreach (one heist_for_each per
+ * step over its points, grain 1: each step
  * waits for the whole step before it); omp (task depend(in:) on the inputs' buffers,
  * depend(out:) on its own, made by one thread of the team); tbb (flow::graph, a
  * continue_node per point). The heist rows make the graph inside one heist_run, as the
@@ -44,7 +46,9 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_ITERS = 16, FIRST_ITER = 64 };
@@ -66,6 +70,7 @@ struct graph_set {
 	heist_future **fut;		/* [2][width]: the heist rows' futures, steps t - 1, t */
 	heist_future **sinks;		/* [tasks]: the futures nobody depends on */
 	size_t nsinks;
+	heist_graph *replay;		/* heist-graph's graph, made at its first sweep */
 	/* the first point of this run's sweep whose word was wrong */
 	bool bad;
 	unsigned bad_iter, bad_t, bad_i;
@@ -281,6 +286,56 @@ graph_then(struct bench_job *j, struct graph_set *gs)
 static void run_after(struct bench_job *j) { sweep(j, graph_after); }
 static void run_then(struct bench_job *j) { sweep(j, graph_then); }
 
+/* ---- heist-graph: a heist_graph made once, run for every graph ------------------ */
+
+/* A node per point, an edge per input: made at the row's first sweep (its warm-up),
+ * outside every clock, and run as it is for every iter (the points read the iter from
+ * the graph they belong to, active). */
+static heist_graph *
+make_replay(struct graph_set *gs)
+{
+	const struct w10_graph *g = &gs->g;
+	size_t nbuf = (size_t)g->steps * g->width;
+	heist_graph_node **node = calloc(nbuf, sizeof *node);
+	heist_graph *hg = NULL;
+	int err = node ? heist_graph_create(&hg) : ENOMEM;
+	for (unsigned t = 0; t < g->steps && !err; t++)
+		for (unsigned i = 0, n = w10_points(g, t); i < n && !err; i++) {
+			void *arg = (void *)(((uintptr_t)t << 16) | i);
+			size_t p = (size_t)t * g->width + i;
+			err = heist_graph_add_task(hg, point_task, arg, &node[p]);
+			unsigned idx[3];
+			for (unsigned k = 0, m = err ? 0 : w10_inputs(g, t, i, idx); k < m && !err; k++)
+				err = heist_graph_edge(node[(size_t)(t - 1) * g->width + idx[k]],
+						       node[p]);
+		}
+	free(node);
+	if (err)
+		bench_fail("W10 %s: heist-graph: making the graph failed: %s", gs->label,
+			   strerror(err));
+	return hg;
+}
+
+/* The run is started and waited for from the main thread, as Taskflow's
+ * executor.run(taskflow).wait(). */
+static void
+graph_replay(struct bench_job *j, struct graph_set *gs)
+{
+	if (!gs->replay)
+		gs->replay = make_replay(gs);
+	active = &gs->g;
+	heist_future *f;
+	int err = heist_graph_run(j->pool, gs->replay, NULL, &f);
+	if (!err) {
+		err = heist_future_wait(f);
+		heist_future_release(f);
+	}
+	if (err)
+		bench_fail("W10 %s: %s: the run returned %s", gs->label, j->impl, strerror(err));
+}
+
+static void run_replay(struct bench_job *j) { sweep(j, graph_replay); }
+
 /* ---- heist-foreach: a parallel loop per step --------------------------------------- */
 
 struct step {
@@ -332,13 +387,16 @@ graph_peer(struct bench_job *j, struct graph_set *gs)
 
 static void run_peer(struct bench_job *j) { sweep(j, graph_peer); }
 
-/* heist and heist-then count their heap allocations over the first timed sweep. */
+/* heist, heist-then and heist-graph count their heap allocations over the first timed
+ * sweep. */
 static const struct bench_impl impls[] = {
 	{ "serial", 1, POOL_NONE, .run = run_serial, .when = distinct },
 	{ "heist", THREADS, POOL_HEIST, .run = run_after, .count_allocs = true,
 	  .when = distinct, .note = "heist_submit_after per point" },
 	{ "heist-then", THREADS, POOL_HEIST, .run = run_then, .count_allocs = true,
 	  .when = distinct, .note = "when_all + then per point" },
+	{ "heist-graph", THREADS, POOL_HEIST, .run = run_replay, .count_allocs = true,
+	  .when = distinct, .note = "one heist_graph, made once, run per graph" },
 	{ "heist-foreach", THREADS, POOL_HEIST, .run = run_foreach, .when = distinct,
 	  .note = "heist_for_each per step, grain 1" },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer, .when = distinct,

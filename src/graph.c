@@ -186,8 +186,10 @@ static void
 frame_run(struct frame *f, struct heist_graph_node *cur)
 {
 	for (;;) {
-		while (cur)
+		while (cur) {
 			cur = run_node(f, cur);
+			heist__spawn_answer();
+		}
 		struct heist_graph_node *n = f->spawned;
 		if (!n)
 			return;
