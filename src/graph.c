@@ -11,7 +11,8 @@
  * them; when it has nothing ready it takes its newest spawn back (fork.h) and runs it
  * in the same loop, or, if a thief has it, syncs it (the helping wait of wait.c). So
  * a frame's stack depth does not grow with the graph's; a thief runs what it stole in
- * a frame of its own. Strict fork-join holds: a frame takes back or syncs every node
+ * a frame of its own. Between nodes it runs inline, a frame answers a thief's request
+ * for its private spawns (fork.h), which only spawn and sync would answer otherwise. Strict fork-join holds: a frame takes back or syncs every node
  * it spawned, newest first, before it returns, so the run's job ends after its last
  * node and its waiters may help with its nodes through its runner's deque (wait.c).
  *
