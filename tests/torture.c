@@ -396,8 +396,9 @@ fork_and_check(struct player *p)
 }
 
 /* The operations, and how many of 40 draws pick each. */
-enum op { SUBMIT, DERIVE, CANCEL, TIMED_WAIT, FIRE, GROUP, RUN, STARVE, FORK, TOKEN, OPS };
-static const unsigned char weight[OPS] = {12, 6, 3, 3, 4, 3, 2, 4, 1, 2};
+enum op { SUBMIT, DERIVE, CANCEL, TIMED_WAIT, FIRE, GROUP, RUN, STARVE, FORK, TOKEN, GRAPH,
+	  OPS };
+static const unsigned char weight[OPS] = {10, 6, 3, 3, 4, 3, 2, 4, 1, 2, 2};
 
 static enum op
 draw(uint64_t *rng)
@@ -439,6 +440,50 @@ group_round(heist_pool *pool, unsigned n)
 	if (v != (n > 7 ? 9 : 0))
 		FAIL("group of %u: %d", n, v);
 	heist_group_destroy(g);
+}
+
+/* A graph of 1-8 nodes, one of which may fail, run twice on one pool, the doomed one
+ * too (ESHUTDOWN once it closes): the first run's future is waited for, maybe after
+ * the pool is destroyed; the second run has none, and the graph's destroy waits for
+ * it. */
+static void
+graph_round(struct player *p)
+{
+	struct round *r = p->round;
+	heist_graph *g;
+	heist_graph_node *n[8];
+	unsigned k = 1 + pick(&p->rng, 8), failing = pick(&p->rng, 12);
+	unsigned pool_i = pick(&p->rng, POOLS);
+	if (heist_graph_create(&g)) {
+		FAIL("graph_create");
+		return;
+	}
+	for (unsigned u = 0; u < k; u++) {
+		void *ret = (void *)(intptr_t)(u == failing ? 9 : 0);
+		if (heist_graph_add_task(g, ret_value, ret, &n[u]) ||
+		    (u && heist_graph_edge(n[pick(&p->rng, u)], n[u])))
+			FAIL("graph_add_task or graph_edge");
+	}
+	heist_pool *pool = pool_i == DOOMED ? use_doomed(r) : r->pool[pool_i];
+	if (!pool) {
+		heist_graph_destroy(g);
+		return;
+	}
+	heist_future *f = NULL;
+	int err = heist_graph_run(pool, g, NULL, &f);
+	if (!err)
+		err = heist_graph_run(pool, g, NULL, NULL);
+	if (pool_i == DOOMED)
+		done_with_doomed(r);
+	if (err)
+		FAIL("graph_run on pool %u: %s", pool_i, strerror(err));
+	if (f) {
+		int v = heist_future_wait(f);
+		if (v != (failing < k ? 9 : 0))
+			FAIL("graph of %u nodes, failing %u: %d", k, failing, v);
+		heist_future_release(f);
+	}
+	heist_graph_destroy(g);
 }
 
 static void
@@ -484,6 +529,9 @@ step(struct player *p)
 	case FORK:
 		if (pick(&p->rng, 8) == 0)
 			fork_and_check(p);
+		break;
+	case GRAPH:
+		graph_round(p);
 		break;
 	default:
 		if (pick(&p->rng, 4) == 0)
