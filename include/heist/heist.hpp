@@ -8,7 +8,8 @@
  * pool::reduce_deterministic), fork-join with zero heap allocation (heist::join,
  * heist::task_group, pool::run), and dependent tasks: pool::submit_after (a task that
  * runs once futures of any types are done, without consuming them), heist::when_all
- * and heist::task_graph (a graph built once and run many times). What does not: any
+ * and heist::task_graph (a graph built once and run many times), and heist::graph (the
+ * C heist_graph: replay with nothing allocated per node per run). What does not: any
  * scheduling; every task runs through the C calls, so the same scheduler, the same
  * profiler and the same statistics see C and C++ tasks alike.
  *
@@ -34,6 +35,9 @@
  *    and the first time an inline future is an input, one small block that keeps
  *    its C future for every dependent (a heap future's own block does that);
  *    task_graph::run: that, once per node, and one when_all.
+ *  - graph::run: one heap block per run (its future's, which holds the run's first
+ *    exception) and the C library's job record; nothing per node. graph::emplace,
+ *    loop, subgraph: one block per node, once, owned by the graph.
  *  - for_each, join, task_group, run: nothing; closures and records live in the
  *    caller's frame.
  * The idea of a per-job ticket and a side table for the rare path is ours; the
@@ -2438,8 +2442,8 @@ struct graph_impl {
 	std::mutex lock;
 	/* Under lock: a reference to each run queued by run() that may not be done,
 	 * oldest first. Runs of top end in the order they were queued, each before the
-	 * next starts (heist_graph_run), so once the done ones are dropped the front is
-	 * the run that runs now, if one does. */
+	 * next starts (heist_graph_run), so the first not done is the run that runs
+	 * now, if one does. */
 	std::deque<graph_run *> runs;
 	std::vector<std::unique_ptr<graph_callable>> fns;	/* the nodes' arguments */
 	std::size_t nodes = 0;	/* the user's: emplace, loop, subgraph */
@@ -2507,16 +2511,26 @@ struct graph_impl {
 			report(std::current_exception());
 	}
 
-	/* top's first node: name the run that starts. */
+	/* top's first node: name the run that starts, the first not done. It drops
+	 * none of the done ones (prune, on the caller's thread, does): the last
+	 * reference to a block may hold an exception the caller has just caught, and
+	 * an exception_ptr's count lives in libstdc++, which ThreadSanitizer does not
+	 * see, so a free here, on a worker, would look like a race with the caller's
+	 * catch. The list is as long as the runs queued since the last run(). */
 	static int
 	enter(void *p) noexcept
 	{
 		auto *im = static_cast<graph_impl *>(p);
 		std::lock_guard<std::mutex> l(im->lock);
-		im->prune();
+		graph_run *now = nullptr;
+		for (graph_run *r : im->runs)
+			/* relaxed: as in prune. */
+			if (!heist_future_done(r->shared.load(std::memory_order_relaxed))) {
+				now = r;
+				break;
+			}
 		/* release: see ctx. */
-		im->ctx.store(im->runs.empty() ? nullptr : im->runs.front(),
-			      std::memory_order_release);
+		im->ctx.store(now, std::memory_order_release);
 		return 0;
 	}
 };
