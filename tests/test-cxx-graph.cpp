@@ -11,6 +11,7 @@
 // names contain it.
 #include <heist/heist.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -758,6 +759,298 @@ graph_lifetime()
 	CHECK(poll([&] { return live.load() == base; }));
 }
 
+// ---- heist::graph (heist_graph underneath) ----------------------------------------
+
+// A stencil of nodes built once and run 20 times, each run giving the serial answer;
+// runs queued back to back follow each other (each starts from a zeroed grid that
+// the run before it left complete); a graph moved keeps its handles; runs allocate
+// nothing per node (the C++ side: one block per run, whatever the node count).
+static void
+replay_stencil()
+{
+	const std::vector<std::uint64_t> want = stencil_serial();
+	heist::pool pool(2);
+	auto at = [](int t, int i) { return static_cast<std::size_t>(t * WIDTH + i); };
+	std::vector<std::uint64_t> grid(STEPS * WIDTH, 0);
+	heist::graph built;
+	std::vector<heist::graph::node> nodes;
+	for (int t = 0; t < STEPS; t++)
+		for (int i = 0; i < WIDTH; i++) {
+			nodes.push_back(built.emplace([t, i, &grid, at] {
+				grid[at(t, i)] = stencil_value(t, i, t ? &grid[at(t - 1, 0)] : nullptr);
+			}));
+			for (int j = i - 1; t > 0 && j <= i + 1; j++)
+				if (j >= 0 && j < WIDTH)
+					nodes.back().succeed(nodes[at(t - 1, j)]);
+		}
+	heist::graph g(std::move(built));
+	CHECK(g.size() == STEPS * WIDTH && built.size() == 0);
+	long before = allocs();
+	for (int round = 0; round < 20; round++) {
+		std::fill(grid.begin(), grid.end(), 0);
+		g.run(pool).get();
+		CHECK(grid == want);
+	}
+	long per_run = (allocs() - before) / 20;
+	CHECK(per_run <= 2);	// the run's block (and the list's growth, rarely)
+	// From inside a task.
+	std::fill(grid.begin(), grid.end(), 0);
+	pool.submit([&g, &pool] { g.run(pool).get(); }).get();
+	CHECK(grid == want);
+	// Runs queued at once: a node that copies the last row out sees it complete.
+	std::vector<std::uint64_t> last(WIDTH, 0);
+	std::atomic<int> complete{0};
+	heist::graph tail;
+	auto whole = tail.subgraph(g);
+	tail.emplace([&] {
+		bool ok = std::equal(grid.begin() + at(STEPS - 1, 0), grid.end(),
+				     want.begin() + at(STEPS - 1, 0));
+		complete += ok;
+		std::fill(grid.begin(), grid.end(), 0);
+	}).succeed(whole);
+	std::vector<heist::future<void>> runs;
+	for (int round = 0; round < 5; round++)
+		runs.push_back(tail.run(pool));
+	for (auto &r : runs)
+		r.get();
+	CHECK(complete.load() == 5);
+	pool.wait_idle();
+}
+
+// A node that throws: its run's get() rethrows it, the nodes after it did not run,
+// the others did; the next run runs every node. With runs queued back to back, each
+// future gets its own run's exception, whichever is read first.
+static void
+replay_exceptions()
+{
+	heist::pool pool(2);
+	std::atomic<int> ran[4] = {};
+	std::atomic<int> throw_on{1};	// the run (1, 2, ...) whose b throws; 0: none
+	std::atomic<int> run_no{0};
+	heist::graph g;
+	auto a = g.emplace([&] { ran[0]++; run_no++; });
+	auto b = g.emplace([&] {
+		ran[1]++;
+		if (run_no.load() == throw_on.load())
+			throw my_error(run_no.load());
+	});
+	auto c = g.emplace([&] { ran[2]++; });	// after b
+	auto d = g.emplace([&] { ran[3]++; });	// after c
+	a.precede(b);
+	b.precede(c);
+	c.precede(d);
+	auto r = g.run(pool);
+	CHECK(error_code(r) == 1);
+	CHECK(ran[0] == 1 && ran[1] == 1 && ran[2] == 0 && ran[3] == 0);
+	g.run(pool).get();
+	CHECK(ran[0] == 2 && ran[1] == 2 && ran[2] == 1 && ran[3] == 1);
+	// Queued together, read in either order: runs 3 (throws), 4, 5 (throws), 6.
+	for (int k = 0; k < 10 * SCALE; k++) {
+		int first = run_no.load() + 1;
+		throw_on = first;
+		auto r1 = g.run(pool);
+		auto r2 = g.run(pool);
+		auto r3 = g.run(pool);
+		r3.wait();		// all three are done: r1's error is still r1's
+		CHECK(error_code(r3) == -1);
+		CHECK(error_code(r1) == first);
+		CHECK(error_code(r2) == -1);
+		throw_on = first + 6;	// r7
+		auto r4 = g.run(pool);
+		auto r5 = g.run(pool);
+		auto r6 = g.run(pool);
+		r6.wait();
+		CHECK(error_code(r4) == -1 && error_code(r5) == -1);
+		auto r7 = g.run(pool);	// throws
+		(void)g.run(pool);	// dropped before it ends
+		r7.wait();
+		CHECK(error_code(r6) == -1);
+		CHECK(error_code(r7) == first + 6);
+		pool.wait_idle();	// the dropped run too, before run_no is read
+	}
+	// An exception as an input of a dependent task (future::hold on a graph run).
+	throw_on = run_no.load() + 1;
+	auto failed = g.run(pool);
+	auto dep = pool.submit_after({failed}, [] { return 1; });
+	CHECK(error_code(dep) == throw_on.load());
+	CHECK(error_code(failed) == throw_on.load());
+	pool.wait_idle();
+}
+
+// A loop node fills a range; a subgraph node runs another graph inside the run; an
+// exception in the subgraph's node (or in a loop body) is the outer run's.
+static void
+replay_loop_and_subgraph()
+{
+	heist::pool pool(2);
+	enum { N = 10000 };
+	std::vector<int> v(N, 0);
+	std::atomic<long> sum{0};
+	std::atomic<int> inner_ran{0}, after_ran{0};
+	std::atomic<bool> inner_throws{false}, loop_throws{false};
+	heist::graph inner;
+	auto i1 = inner.emplace([&] { inner_ran++; });
+	auto i2 = inner.emplace([&] {
+		inner_ran++;
+		if (inner_throws.load())
+			throw my_error(42);
+	});
+	i1.precede(i2);
+	heist::graph outer;
+	auto fill = outer.loop(0, N, [&](std::size_t b, std::size_t e) {
+		if (loop_throws.load() && b <= N / 2 && N / 2 < e)
+			throw my_error(43);
+		for (std::size_t i = b; i < e; i++)
+			v[i] = static_cast<int>(i);
+	}, 64);
+	auto sub = outer.subgraph(inner);
+	auto total = outer.emplace([&] {
+		long s = 0;
+		for (int x : v)
+			s += x;
+		sum = s;
+		after_ran++;
+	});
+	fill.precede(sub);
+	sub.precede(total);
+	for (int round = 0; round < 5; round++) {
+		std::fill(v.begin(), v.end(), 0);
+		outer.run(pool).get();
+		CHECK(sum.load() == static_cast<long>(N) * (N - 1) / 2);
+	}
+	CHECK(inner_ran.load() == 10 && after_ran.load() == 5);
+	// The subgraph's node throws: the outer run rethrows it, total does not run.
+	inner_throws = true;
+	auto r = outer.run(pool);
+	CHECK(error_code(r) == 42);
+	CHECK(inner_ran.load() == 12 && after_ran.load() == 5);
+	// The inner graph on its own reports its own exception, and then works again.
+	auto alone = inner.run(pool);
+	CHECK(error_code(alone) == 42);
+	inner_throws = false;
+	inner.run(pool).get();
+	CHECK(inner_ran.load() == 16);
+	// A loop body throws: the rest of the run does not run.
+	loop_throws = true;
+	auto l = outer.run(pool);
+	CHECK(error_code(l) == 43);
+	CHECK(inner_ran.load() == 16 && after_ran.load() == 5);
+	loop_throws = false;
+	outer.run(pool).get();
+	CHECK(after_ran.load() == 6);
+	// Bad arguments: a reversed range, a graph holding itself, either way round.
+	CHECK_THROWS(std::system_error, outer.loop(5, 4, [](std::size_t, std::size_t) {}));
+	CHECK_THROWS(std::system_error, outer.subgraph(outer));
+	CHECK_THROWS(std::system_error, inner.subgraph(outer));
+	outer.run(pool).get();	// the failed adds left nothing that runs
+	CHECK(after_ran.load() == 7);
+}
+
+// Cancelled by its token (while a node runs, or before the run starts) or by its
+// future: get() throws cancelled_error and the nodes not started did not run;
+// heist::cancelled() is true in the node that runs. The next run runs every node.
+static void
+replay_cancel()
+{
+	static gate hold;
+	heist::pool pool(2);
+	std::atomic<int> first{0}, second{0};
+	std::atomic<bool> saw_cancel{false};
+	heist::graph g;
+	auto a = g.emplace([&] {
+		first++;
+		hold.hold();
+		saw_cancel = heist::cancelled();
+	});
+	auto b = g.emplace([&] { second++; });
+	a.precede(b);
+	heist::cancel_token token;
+	auto r = g.run(pool, token);
+	CHECK(poll([&] { return hold.entered.load() == 1; }));
+	token.request();
+	hold.open = true;
+	CHECK_THROWS(heist::cancelled_error, r.get());
+	CHECK(first == 1 && second == 0 && saw_cancel.load());
+	// A token cancelled already: nothing runs.
+	auto none = g.run(pool, token);
+	CHECK_THROWS(heist::cancelled_error, none.get());
+	CHECK(first == 1 && second == 0);
+	// The future's own cancel, while a run before it holds the graph.
+	hold.open = false;
+	auto busy = g.run(pool);
+	CHECK(poll([&] { return hold.entered.load() == 2; }));
+	auto queued = g.run(pool);
+	queued.cancel();
+	hold.open = true;
+	busy.get();
+	CHECK_THROWS(heist::cancelled_error, queued.get());
+	CHECK(first == 2 && second == 1);
+	g.run(pool).get();
+	CHECK(first == 3 && second == 2);
+	heist::cancel_token moved(std::move(token));	// token is empty now
+	CHECK_THROWS(std::system_error, g.run(pool, token));
+}
+
+// A cycle: EDEADLK and nothing runs; through a subgraph too. Adding a node or an
+// edge while a run is pending: EBUSY; once it ended, the graph can be changed.
+static void
+replay_errors()
+{
+	static gate hold;
+	heist::pool pool(2);
+	std::atomic<int> ran{0};
+	heist::graph g;
+	auto a = g.emplace([&] { ran++; });
+	auto b = g.emplace([&] { ran++; });
+	auto c = g.emplace([&] { ran++; });
+	a.precede(b);
+	b.precede(c);
+	c.precede(a);
+	try {
+		(void)g.run(pool);
+		CHECK(false);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EDEADLK);
+	}
+	heist::graph holder;
+	holder.subgraph(g);
+	CHECK_THROWS(std::system_error, holder.run(pool));
+	pool.wait_idle();
+	CHECK(ran.load() == 0);
+	// Nodes of another graph, and empty nodes.
+	heist::graph other;
+	auto o = other.emplace([] {});
+	CHECK_THROWS(std::system_error, o.succeed(a));
+	CHECK_THROWS(std::system_error, heist::graph::node().precede(o));
+	// EBUSY while a run is pending.
+	heist::graph busy;
+	auto h = busy.emplace([] { hold.hold(); });
+	auto r = busy.run(pool);
+	CHECK(poll([] { return hold.entered.load() == 1; }));
+	try {
+		busy.emplace([] {});
+		CHECK(false);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EBUSY);
+	}
+	CHECK_THROWS(std::system_error, busy.loop(0, 1, [](std::size_t, std::size_t) {}));
+	CHECK_THROWS(std::system_error, busy.subgraph(other));
+	CHECK_THROWS(std::system_error, h.precede(h));
+	CHECK(busy.size() == 1);
+	hold.open = true;
+	r.get();
+	auto later = busy.emplace([&] { ran++; });
+	h.precede(later);
+	busy.run(pool).get();
+	CHECK(ran.load() == 1);
+	// An empty graph is done at once; a moved-from one starts again empty.
+	heist::graph none;
+	none.run(pool).get();
+	heist::graph taken(std::move(none));
+	none.run(pool).get();
+	CHECK(none.size() == 0);
+}
+
 // ---- main ------------------------------------------------------------------------
 
 struct test {
@@ -782,6 +1075,11 @@ static const test tests[] = {
 	T(stencil),
 	T(graph_failures),
 	T(graph_lifetime),
+	T(replay_stencil),
+	T(replay_exceptions),
+	T(replay_loop_and_subgraph),
+	T(replay_cancel),
+	T(replay_errors),
 };
 
 int

@@ -8,7 +8,8 @@
  * pool::reduce_deterministic), fork-join with zero heap allocation (heist::join,
  * heist::task_group, pool::run), and dependent tasks: pool::submit_after (a task that
  * runs once futures of any types are done, without consuming them), heist::when_all
- * and heist::task_graph (a graph built once and run many times). What does not: any
+ * and heist::task_graph (a graph built once and run many times), and heist::graph (the
+ * C heist_graph: replay with nothing allocated per node per run). What does not: any
  * scheduling; every task runs through the C calls, so the same scheduler, the same
  * profiler and the same statistics see C and C++ tasks alike.
  *
@@ -34,6 +35,9 @@
  *    and the first time an inline future is an input, one small block that keeps
  *    its C future for every dependent (a heap future's own block does that);
  *    task_graph::run: that, once per node, and one when_all.
+ *  - graph::run: one heap block per run (its future's, which holds the run's first
+ *    exception) and the C library's job record; nothing per node. graph::emplace,
+ *    loop, subgraph: one block per node, once, owned by the graph.
  *  - for_each, join, task_group, run: nothing; closures and records live in the
  *    caller's frame.
  * The idea of a per-job ticket and a side table for the rare path is ours; the
@@ -64,6 +68,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <future>
@@ -519,6 +524,12 @@ struct result_base : state_base {
 	 * on the block keeps it, so that a dependent can read its code after the future
 	 * object is gone, and releases it with its last reference. */
 	std::atomic<heist_future *> shared{nullptr};
+	/* A graph run's block (heist::graph::run): the C future's int is the run's own
+	 * result, not "the job never ran": 0, code_side for the exception in error, or
+	 * a C code (ECANCELED, a loop's or a subgraph's error). Such a block has no job
+	 * reference (no trampoline of the C library's releases it): it keeps its C
+	 * future in shared from the start, and the future and the graph hold it. */
+	bool coded = false;
 
 	~result_base() override
 	{
@@ -533,12 +544,24 @@ struct result_base : state_base {
 		 * dependent orders it too). */
 		heist_future *f = shared.load(std::memory_order_acquire);
 		int code = f ? heist_future_wait(f) : 0;	/* final: returns at once */
+		if (coded)
+			return coded_failure(code);
 		if (code != 0)	/* never ran: cancelled, or a continuation not queued */
 			return error_ptr(code, "heist::future::get");
 		if (st == status::error)
 			return error;
 		if (st == status::cancelled)
 			return error_ptr(ECANCELED, "heist::future::get");
+		return nullptr;
+	}
+	/* A coded block's failure, given its run's result: what get() throws. */
+	std::exception_ptr
+	coded_failure(int code) noexcept
+	{
+		if (code == code_side && error)
+			return error;
+		if (code != 0)
+			return error_ptr(code, "heist::graph::run");
 		return nullptr;
 	}
 };
@@ -704,6 +727,7 @@ template <class R>
 class future;
 
 class pool_ref;
+class graph;
 
 namespace detail {
 template <class U, class G, class R>
@@ -942,6 +966,7 @@ private:
 	friend class future;
 	friend class pool_ref;
 	friend class future_ref;
+	friend class graph;
 	template <class, class, class>
 	friend struct detail::cont_job;
 
@@ -967,8 +992,8 @@ private:
 		code_ = code;
 		settled_ = true;
 		if (s_) {
-			if (code_ != 0) {	/* ECANCELED, or a continuation that could
-						   not queue */
+			if (code_ != 0 && !s_->coded) {	/* ECANCELED, or a continuation
+							   that could not queue */
 				s_->unrun();
 				s_->release();	/* the job's reference */
 			}
@@ -983,6 +1008,11 @@ private:
 	take()
 	{
 		if (s_) {
+			if (s_->coded) {	/* a graph run: its code is its result */
+				if (std::exception_ptr e = s_->coded_failure(code_))
+					std::rethrow_exception(e);
+				return s_->value.take();
+			}
 			if (code_ != 0)
 				detail::throw_error(code_, "heist::future::get");
 			if (s_->st == detail::status::error)
@@ -2356,6 +2386,479 @@ private:
 	}
 
 	std::unique_ptr<nodes> g_;
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* Graphs built once and run many times, over heist_graph                             */
+
+namespace detail {
+
+/* A run of a heist::graph: its future's block (coded: the C run's int is its result),
+ * and the first exception a node of the run threw. Counted: the future's reference
+ * and the graph's (graph_impl::runs), which it drops once the run is done. */
+struct graph_run final : result_state<void> {
+	std::atomic<bool> failed{false};
+
+	graph_run() noexcept : result_state<void>(2) { coded = true; }
+
+	/* The first exception of the run wins; the others are dropped, as for_each
+	 * drops all but its first. */
+	void
+	fail(std::exception_ptr e) noexcept
+	{
+		bool expected = false;
+		/* acq_rel: one writer of error; the future reads it after the run's job
+		 * is final, which the C library orders after every node. */
+		if (failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+			error = std::move(e);
+	}
+};
+
+/* What a node's C function gets as its argument: owned by the graph, made at build
+ * time, called every run. */
+struct graph_callable {
+	virtual ~graph_callable() = default;
+};
+
+/*
+ * A heist::graph's state, on the heap so that the node records the C graph points at
+ * survive a move of the graph object. The user's nodes live in g. run() runs top,
+ * which is enter (a node of ours) then g as a subgraph, so that enter runs first in
+ * every run and names the run for the nodes (ctx): a node that throws can only tell
+ * which run it is part of through state that something of the run set. Why not a
+ * plain slot per graph, read by get(): runs are queued, and a later run would
+ * overwrite the slot before an earlier run's get() reads it. Why enter and not
+ * run(): run() returns before its run starts (a run waits for the one before).
+ */
+struct graph_impl {
+	heist_graph *g = nullptr;	/* the user's nodes */
+	heist_graph *top = nullptr;	/* enter, then g: what run() runs */
+	/* The run of this graph (or of the graph holding it as a subgraph) that runs
+	 * now, or a finished one. Stored by enter (or by a subgraph's link node) before
+	 * any node of the run starts; loaded by nodes that throw. acquire/release
+	 * rather than relaxed for clarity only: the C library's edges already order
+	 * the store before every node of the run. */
+	std::atomic<graph_run *> ctx{nullptr};
+	std::mutex lock;
+	/* Under lock: a reference to each run queued by run() that may not be done,
+	 * oldest first. Runs of top end in the order they were queued, each before the
+	 * next starts (heist_graph_run), so the first not done is the run that runs
+	 * now, if one does. */
+	std::deque<graph_run *> runs;
+	std::vector<std::unique_ptr<graph_callable>> fns;	/* the nodes' arguments */
+	std::size_t nodes = 0;	/* the user's: emplace, loop, subgraph */
+	bool broken = false;	/* a subgraph node was left without its link */
+
+	graph_impl()
+	{
+		heist_graph_node *e = nullptr, *s = nullptr;
+		int err = heist_graph_create(&g);
+		if (!err)
+			err = heist_graph_create(&top);
+		if (!err)
+			err = heist_graph_add_task(top, &enter, this, &e);
+		if (!err)
+			err = heist_graph_add_graph(top, g, &s);
+		if (!err)
+			err = heist_graph_edge(e, s);
+		if (err) {
+			heist_graph_destroy(top);
+			heist_graph_destroy(g);
+			throw_error(err, "heist::graph");
+		}
+	}
+	graph_impl(const graph_impl &) = delete;
+	graph_impl &operator=(const graph_impl &) = delete;
+	~graph_impl()
+	{
+		heist_graph_destroy(top);	/* waits for the runs */
+		heist_graph_destroy(g);
+		for (graph_run *r : runs)
+			r->release();
+	}
+
+	/* Drop the runs that are done (under lock). */
+	void
+	prune() noexcept
+	{
+		/* relaxed: shared was stored under lock, before the run was listed. */
+		while (!runs.empty() &&
+		       heist_future_done(runs.front()->shared.load(std::memory_order_relaxed))) {
+			runs.front()->release();
+			runs.pop_front();
+		}
+	}
+
+	/* Throw EBUSY while a run queued by run() is pending, as the C calls do for a
+	 * graph run directly (g never is: top is). */
+	void
+	check_idle(const char *what)
+	{
+		std::lock_guard<std::mutex> l(lock);
+		prune();
+		if (!runs.empty())
+			throw_error(EBUSY, what);
+	}
+
+	/* In a node of a run, inside its catch: the exception is the run's, or the
+	 * handler's if no run is known (cannot happen: enter runs first). */
+	void
+	fail() noexcept
+	{
+		if (graph_run *r = ctx.load(std::memory_order_acquire))
+			r->fail(std::current_exception());
+		else
+			report(std::current_exception());
+	}
+
+	/* top's first node: name the run that starts, the first not done. It drops
+	 * none of the done ones (prune, on the caller's thread, does): the last
+	 * reference to a block may hold an exception the caller has just caught, and
+	 * an exception_ptr's count lives in libstdc++, which ThreadSanitizer does not
+	 * see, so a free here, on a worker, would look like a race with the caller's
+	 * catch. The list is as long as the runs queued since the last run(). */
+	static int
+	enter(void *p) noexcept
+	{
+		auto *im = static_cast<graph_impl *>(p);
+		std::lock_guard<std::mutex> l(im->lock);
+		graph_run *now = nullptr;
+		for (graph_run *r : im->runs)
+			/* relaxed: as in prune. */
+			if (!heist_future_done(r->shared.load(std::memory_order_relaxed))) {
+				now = r;
+				break;
+			}
+		/* release: see ctx. */
+		im->ctx.store(now, std::memory_order_release);
+		return 0;
+	}
+};
+
+/* A node that calls f() every run. */
+template <class F>
+struct graph_task final : graph_callable {
+	graph_impl *owner;
+	F f;
+	template <class G>
+	graph_task(graph_impl *o, G &&g) : owner(o), f(std::forward<G>(g))
+	{
+	}
+	static int
+	run(void *p) noexcept
+	{
+		auto *t = static_cast<graph_task *>(p);
+		token_scope scope(nullptr);	/* heist_cancelled() answers for the run */
+		try {
+			std::invoke(t->f);
+		} catch (...) {
+			t->owner->fail();
+			return code_side;	/* nonzero: the run starts no more nodes */
+		}
+		return 0;
+	}
+};
+
+/* A node that runs body(b, e) over sub-ranges (heist_graph_add_loop). */
+template <class B>
+struct graph_loop final : graph_callable {
+	graph_impl *owner;
+	B body;
+	template <class G>
+	graph_loop(graph_impl *o, G &&g) : owner(o), body(std::forward<G>(g))
+	{
+	}
+	static int
+	run(void *p, std::size_t b, std::size_t e) noexcept
+	{
+		auto *l = static_cast<graph_loop *>(p);
+		token_scope scope(nullptr);
+		try {
+			std::invoke(l->body, b, e);
+		} catch (...) {
+			l->owner->fail();
+			return code_side;	/* heist_for_each stops the rest */
+		}
+		return 0;
+	}
+};
+
+/* The node before a subgraph node: hands the run that runs now to the subgraph, whose
+ * nodes report to it. Inert until the subgraph node and the edge exist. */
+struct graph_link final : graph_callable {
+	graph_impl *outer, *inner;
+	bool armed = false;
+	graph_link(graph_impl *o, graph_impl *i) noexcept : outer(o), inner(i) {}
+	static int
+	run(void *p) noexcept
+	{
+		auto *k = static_cast<graph_link *>(p);
+		/* acquire/release: see graph_impl::ctx. */
+		if (k->armed)
+			k->inner->ctx.store(k->outer->ctx.load(std::memory_order_acquire),
+					    std::memory_order_release);
+		return 0;
+	}
+};
+
+} // namespace detail
+
+/**
+ * A graph built once and run many times over the C heist_graph: each node a callable
+ * with no arguments, a parallel loop, or another graph; each edge "this node runs
+ * after that one". A run allocates nothing per node: the callables are stored once,
+ * when the node is added (one heap block each, owned by the graph), and each run
+ * calls them through the C graph's fork-join tasks. Unlike task_graph, runs of one
+ * graph follow each other in the order of their run() calls (never overlap), and the
+ * first node that throws ends the run: nodes not started by then do not run, and the
+ * run's get() rethrows that exception; the next run runs every node again.
+ *
+ * Who may call: build (emplace, loop, subgraph, edges) from one thread at a time,
+ * while no run is pending (queued or running): EBUSY otherwise. run() from any
+ * thread, a task included, but not from a node of the graph itself (its run would
+ * wait for its own). A graph held as a subgraph must outlive the graphs that hold it
+ * and must not be changed while they may run (not detected, as in C); it may be run
+ * on its own too, if no two of its uses run at once (else a use fails with EBUSY, and
+ * an exception thrown meanwhile may be reported by the other use).
+ *
+ * Storage: per node, one heap block for its callable (emplace, loop) or for its link
+ * (subgraph); the C graph's node records. Per run: one C job record (heist_graph_run)
+ * and one heap block, the run's future's, which also holds the run's first exception.
+ * How that exception reaches the right future: every run() starts with a node of the
+ * wrapper's own that names the run it belongs to (runs of one graph never overlap, so
+ * one name per graph suffices), and a node that throws stores the exception in that
+ * run's block, which the run's future shares: a later run writes to its own block,
+ * never to one a future may still read. A subgraph node carries a hidden node before
+ * it that hands the name on to the subgraph. So a run costs two nodes more than the
+ * user's (its first node and the subgraph node that holds the user's nodes).
+ *
+ * Movable, not copyable; node handles stay valid across a move. The destructor waits
+ * for every pending run (heist_graph_destroy); a moved-from graph is empty, and gets
+ * a fresh state when used again.
+ */
+class graph {
+public:
+	/** A handle to a node of one graph. Copyable; an empty one (default) names no
+	 *  node. */
+	class node {
+	public:
+		node() noexcept = default;
+
+		/** Make each of others (nodes of the same graph) run after this node, in
+		 *  every run (heist_graph_edge). Throws std::system_error (EINVAL for an
+		 *  empty node or one of another graph, EBUSY while a run is pending) or
+		 *  std::bad_alloc; the edges before the failing one stay. A cycle is found
+		 *  by run(). */
+		template <class... N>
+		node &
+		precede(const N &...others)
+		{
+			static_assert((std::is_same_v<N, node> && ...), "heist::graph::node");
+			(edge(*this, others), ...);
+			return *this;
+		}
+
+		/** Make this node run after each of others. As precede otherwise. */
+		template <class... N>
+		node &
+		succeed(const N &...others)
+		{
+			static_assert((std::is_same_v<N, node> && ...), "heist::graph::node");
+			(edge(others, *this), ...);
+			return *this;
+		}
+
+	private:
+		friend class graph;
+		node(detail::graph_impl *g, heist_graph_node *in, heist_graph_node *out) noexcept
+			: g_(g), in_(in), out_(out)
+		{
+		}
+
+		static void
+		edge(const node &before, const node &after)
+		{
+			if (!before.g_ || before.g_ != after.g_)
+				detail::throw_error(EINVAL, "heist::graph::node");
+			before.g_->check_idle("heist::graph::node");
+			int err = heist_graph_edge(before.out_, after.in_);
+			if (err)
+				detail::throw_error(err, "heist::graph::node");
+		}
+
+		detail::graph_impl *g_ = nullptr;
+		heist_graph_node *in_ = nullptr;	/* where edges into the node go */
+		heist_graph_node *out_ = nullptr;	/* where edges out of it start */
+	};
+
+	/** An empty graph. Throws std::bad_alloc. */
+	graph() : g_(new detail::graph_impl) {}
+	graph(graph &&) noexcept = default;
+	/** Waits for the runs of the graph it replaces. */
+	graph &operator=(graph &&) noexcept = default;
+	graph(const graph &) = delete;
+	graph &operator=(const graph &) = delete;
+	/** Waits for every pending run, then frees the nodes and their callables. */
+	~graph() = default;
+
+	/**
+	 * Add a node that calls f() (an lvalue call, once per run; its result is
+	 * dropped). f is decay-copied, once, into a heap block the graph owns. An
+	 * exception f throws ends the run (see the class). Throws std::bad_alloc,
+	 * std::system_error (EBUSY while a run is pending); nothing was added then.
+	 */
+	template <class F>
+	node
+	emplace(F &&f)
+	{
+		using Fn = std::decay_t<F>;
+		static_assert(std::is_invocable_v<Fn &>,
+			      "heist::graph::emplace: the node's callable takes no arguments");
+		using T = detail::graph_task<Fn>;
+		detail::graph_impl &im = self();
+		im.check_idle("heist::graph::emplace");
+		auto t = std::make_unique<T>(&im, std::forward<F>(f));
+		im.fns.reserve(im.fns.size() + 1);	/* so that the push cannot throw */
+		heist_graph_node *n = nullptr;
+		int err = heist_graph_add_task(im.g, &T::run, t.get(), &n);
+		if (err)
+			detail::throw_error(err, "heist::graph::emplace");
+		im.fns.push_back(std::move(t));
+		im.nodes++;
+		return node(&im, n, n);
+	}
+
+	/**
+	 * Add a node that runs a parallel loop over [begin, end) on the run's pool, as
+	 * pool::for_each with a range body: body(b, e) per sub-range, called from several
+	 * threads at once; grain 0: automatic (heist_graph_add_loop). The first exception
+	 * a body throws stops the sub-ranges not yet started and ends the run. body is
+	 * decay-copied once, as emplace's f. Throws std::system_error (EINVAL if end <
+	 * begin, EBUSY) or std::bad_alloc; nothing was added then.
+	 */
+	template <class Body>
+	node
+	loop(std::size_t begin, std::size_t end, Body &&body, std::size_t grain = 0)
+	{
+		using B = std::decay_t<Body>;
+		static_assert(std::is_invocable_v<B &, std::size_t, std::size_t>,
+			      "heist::graph::loop: the body takes a range (begin, end)");
+		using L = detail::graph_loop<B>;
+		detail::graph_impl &im = self();
+		im.check_idle("heist::graph::loop");
+		auto l = std::make_unique<L>(&im, std::forward<Body>(body));
+		im.fns.reserve(im.fns.size() + 1);
+		heist_graph_node *n = nullptr;
+		int err = heist_graph_add_loop(im.g, begin, end, grain, &L::run, l.get(), &n);
+		if (err)
+			detail::throw_error(err, "heist::graph::loop");
+		im.fns.push_back(std::move(l));
+		im.nodes++;
+		return node(&im, n, n);
+	}
+
+	/**
+	 * Add a node that runs sub (a whole run of it, inside this graph's run: its
+	 * first exception or error ends this run too, and is this run's), through
+	 * heist_graph_add_graph. sub must outlive this graph's runs; see the class for
+	 * its other uses. Throws std::system_error (EINVAL if sub is this graph or holds
+	 * it, EBUSY) or std::bad_alloc; nothing was added then, but for one case: a
+	 * std::bad_alloc after the C node was made leaves the graph unable to run
+	 * (run() throws std::bad_alloc).
+	 */
+	node
+	subgraph(graph &sub)
+	{
+		detail::graph_impl &im = self();
+		detail::graph_impl &in = sub.self();
+		im.check_idle("heist::graph::subgraph");
+		auto k = std::make_unique<detail::graph_link>(&im, &in);
+		im.fns.reserve(im.fns.size() + 1);
+		heist_graph_node *e = nullptr, *s = nullptr;
+		/* The link node first: left alone after a failure it is inert (armed). */
+		int err = heist_graph_add_task(im.g, &detail::graph_link::run, k.get(), &e);
+		if (err)
+			detail::throw_error(err, "heist::graph::subgraph");
+		detail::graph_link *link = k.get();
+		im.fns.push_back(std::move(k));
+		err = heist_graph_add_graph(im.g, in.g, &s);
+		if (err)
+			detail::throw_error(err, "heist::graph::subgraph");
+		err = heist_graph_edge(e, s);
+		if (err) {	/* ENOMEM: s would run sub unnamed */
+			im.broken = true;
+			detail::throw_error(err, "heist::graph::subgraph");
+		}
+		link->armed = true;	/* published to runs by heist_graph_run */
+		im.nodes++;
+		return node(&im, e, s);
+	}
+
+	/** Nodes added (emplace, loop, subgraph). */
+	std::size_t size() const noexcept { return g_ ? g_->nodes : 0; }
+
+	/**
+	 * Run the graph on pool (heist_graph_run) and return the run's future: once the
+	 * previous run has ended, each node runs after its predecessors, on whatever
+	 * worker is free; everything before the call is visible to the nodes, and
+	 * everything a node wrote to its successors and to whoever get()s the future.
+	 * get() returns once every node of the run has ended; it rethrows the first
+	 * exception a node threw in this run (later ones are dropped), throws
+	 * cancelled_error if the run was cancelled (future::cancel, or the token) before
+	 * a node failed, and std::system_error for an error of the C library's (a loop's
+	 * ENOMEM, a subgraph busy elsewhere: EBUSY). Inside the nodes heist::cancelled()
+	 * answers for the run. Storage: see the class. Throws std::system_error (EDEADLK:
+	 * the graph or a subgraph has a cycle; ESHUTDOWN: the pool is being destroyed;
+	 * EINVAL for an empty pool) or std::bad_alloc; nothing runs then.
+	 */
+	[[nodiscard]] future<void>
+	run(pool_ref pool)
+	{
+		return run_with(pool, nullptr);
+	}
+
+	/** run() with a token that cancels this run (a reference is taken): nodes not
+	 *  started when it is requested do not run. std::system_error (EINVAL) for an
+	 *  empty token. */
+	[[nodiscard]] future<void>
+	run(pool_ref pool, const cancel_token &token)
+	{
+		if (!token.native_handle())
+			detail::throw_error(EINVAL, "heist::graph::run");
+		return run_with(pool, token.native_handle());
+	}
+
+private:
+	detail::graph_impl &
+	self()
+	{
+		if (!g_)
+			g_.reset(new detail::graph_impl);
+		return *g_;
+	}
+
+	future<void>
+	run_with(pool_ref pool, heist_cancel *cancel)
+	{
+		detail::graph_impl &im = self();
+		if (im.broken)
+			detail::throw_error(ENOMEM, "heist::graph::run");
+		std::unique_ptr<detail::graph_run> r(new detail::graph_run);
+		std::lock_guard<std::mutex> l(im.lock);	/* its enter waits for the list */
+		im.prune();
+		im.runs.push_back(r.get());
+		heist_future *f = nullptr;
+		int err = heist_graph_run(pool.native_handle(), im.top, cancel, &f);
+		if (err) {
+			im.runs.pop_back();
+			detail::throw_error(err, "heist::graph::run");
+		}
+		/* relaxed: read under the lock (prune), or after the future hands it on. */
+		r->shared.store(f, std::memory_order_relaxed);	/* the block keeps f */
+		return future<void>(f, r.release(), 0, nullptr);
+	}
+
+	std::unique_ptr<detail::graph_impl> g_;
 };
 
 } // namespace heist
