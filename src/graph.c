@@ -18,8 +18,8 @@
  *
  * The counts are re-armed as the nodes start (every predecessor has counted down by
  * then), so a run ends with the graph ready for the next; runs of one graph follow
- * each other (each a dependent task of the one before, heist_submit_after), for they
- * share the counts. A node with one predecessor is never counted: that predecessor
+ * each other (each a dependent task of the runs before it not yet done,
+ * heist_submit_after), for they share the counts. A node with one predecessor is never counted: that predecessor
  * starts it. What a run shares (its first error, its job, the graph that holds it as
  * a node) lives in the graph while it runs; a graph runs once at a time (busy). */
 #include <errno.h>
@@ -81,9 +81,13 @@ struct heist_graph {
 	struct heist_pool *pool;	/* the run's pool, for loops */
 	struct heist_graph *outer;	/* the graph whose node runs this one, or NULL */
 
-	/* heist_graph_run's: the newest run's job (a counted reference) or NULL. */
+	/* heist_graph_run's: the runs not known to be done (counted references), in
+	 * call order. A run waits for all of them, not only the newest: a queued run
+	 * that is cancelled ends at once, and the one after it must still wait for
+	 * the one running. */
 	heist__mutex lock;
-	struct heist_future *last;
+	struct heist_future **runs;
+	size_t nruns, runs_cap;
 };
 
 /* Node records sit on lines of their own: their counts are written by the workers
@@ -270,11 +274,20 @@ heist_graph_create(heist_graph **out)
 	return 0;
 }
 
-/* Whether a run of g is queued or running. Called under g's lock. */
+/* Drop the runs that are done; whether any is left (queued or running). Under g's
+ * lock. */
 static bool
-pending(const struct heist_graph *g)
+pending(struct heist_graph *g)
 {
-	return g->last && !heist__job_done(g->last);
+	size_t k = 0;
+	for (size_t i = 0; i < g->nruns; i++) {
+		if (heist__job_done(g->runs[i]))
+			heist__job_release(g->runs[i]);
+		else
+			g->runs[k++] = g->runs[i];
+	}
+	g->nruns = k;
+	return k > 0;
 }
 
 /* Grow *arr (of *cap pointers) to hold one more than n. */
@@ -449,19 +462,19 @@ heist_graph_run(heist_pool *pool, heist_graph *g, heist_cancel *cancel, heist_fu
 	if (!pool || !g)
 		return EINVAL;
 	heist__mutex_lock(&g->lock);
+	pending(g);
 	int err = prepare(g);
+	if (!err)
+		err = make_room(&g->runs, g->nruns, &g->runs_cap);
 	heist_future *f = NULL;
 	if (!err) {
-		/* After the previous run, whatever its end: runs share the counts. */
+		/* After the runs before, whatever their end: runs share the counts. */
 		const struct heist_after opt = {.cancel = cancel, .flags = HEIST_AFTER_ALWAYS};
-		heist_future *prev = g->last;
-		err = heist_submit_after(pool, &prev, prev ? 1 : 0, run_job, g, &opt, &f);
+		err = heist_submit_after(pool, g->runs, g->nruns, run_job, g, &opt, &f);
 	}
 	if (!err) {
-		heist__job_ref(f);	/* the graph's, until the next run or destroy */
-		if (g->last)
-			heist__job_release(g->last);
-		g->last = f;
+		heist__job_ref(f);	/* the graph's, until it is done */
+		g->runs[g->nruns++] = f;
 	}
 	heist__mutex_unlock(&g->lock);
 	if (err)
@@ -478,10 +491,11 @@ heist_graph_destroy(heist_graph *g)
 {
 	if (!g)
 		return;
-	if (g->last) {
-		(void)heist_future_wait(g->last);
-		heist__job_release(g->last);
+	for (size_t i = 0; i < g->nruns; i++) {
+		(void)heist_future_wait(g->runs[i]);
+		heist__job_release(g->runs[i]);
 	}
+	free(g->runs);
 	for (size_t i = 0; i < g->n; i++) {
 		free(g->nodes[i]->succ);
 		heist__aligned_free(g->nodes[i]);

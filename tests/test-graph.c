@@ -2,7 +2,8 @@
 /* test-graph.c - graphs built once and run many times (heist_graph, src/graph.c): in
  * random graphs every node runs once per run and only after all its predecessors
  * ended, run after run, on 1, 2 and 4 workers; a stencil computed by its nodes gives
- * the serial answer in every run; runs queued back to back never overlap; a node's
+ * the serial answer in every run; runs queued back to back never overlap, even when
+ * one between them is cancelled; a node's
  * error ends the run with it and skips what had not started, and the next run runs
  * everything again; a token or the run's future cancels a run, and heist_cancelled()
  * says so in its nodes; loop and subgraph nodes; a run waited for from a task of a
@@ -244,6 +245,44 @@ runs_queued_back_to_back_never_overlap(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(atomic_load(&c.count[i]), RUNS);
 	assert_int_equal(atomic_load(&c.overlap), 0);
+	heist_pool_destroy(pool);
+}
+
+/* A run cancelled while it waits for the one before ends at once; the run after it
+ * still waits for the one running, and runs whole (not EBUSY). */
+static void
+a_cancelled_queued_run_keeps_the_next_one_waiting(void **state)
+{
+	(void)state;
+	static struct hold gate;
+	memset(&gate, 0, sizeof gate);
+	memset(&probes[0], 0, sizeof probes[0]);
+	heist_pool *pool = make_pool(2);
+	heist_graph *g;
+	heist_graph_node *held, *after;
+	assert_int_equal(heist_graph_create(&g), 0);
+	assert_int_equal(heist_graph_add_task(g, hold_task, &gate, &held), 0);
+	assert_int_equal(heist_graph_add_task(g, probe_task, &probes[0], &after), 0);
+	assert_int_equal(heist_graph_edge(held, after), 0);
+	heist_future *first, *second, *third;
+	assert_int_equal(heist_graph_run(pool, g, NULL, &first), 0);
+	{
+		bool ok;
+		POLL(ok, atomic_load(&gate.entered) == 1);
+		assert_true(ok);
+	}
+	assert_int_equal(heist_graph_run(pool, g, NULL, &second), 0);
+	assert_int_equal(heist_graph_run(pool, g, NULL, &third), 0);
+	heist_future_cancel(second);
+	assert_int_equal(heist_future_wait(second), ECANCELED);
+	heist_future_release(second);
+	assert_false(heist_future_done(third));	/* the first still holds the gate */
+	atomic_store(&gate.open, 1);
+	assert_int_equal(watched(first), 0);
+	assert_int_equal(watched(third), 0);
+	assert_int_equal(atomic_load(&gate.entered), 2);
+	assert_int_equal(atomic_load(&probes[0].runs), 2);
+	heist_graph_destroy(g);
 	heist_pool_destroy(pool);
 }
 
@@ -648,6 +687,7 @@ main(void)
 		cmocka_unit_test(random_graphs_run_in_order_run_after_run),
 		cmocka_unit_test(a_stencil_gives_the_serial_answer_in_every_run),
 		cmocka_unit_test(runs_queued_back_to_back_never_overlap),
+		cmocka_unit_test(a_cancelled_queued_run_keeps_the_next_one_waiting),
 		cmocka_unit_test(an_error_ends_the_run_and_the_next_run_runs_everything),
 		cmocka_unit_test(a_token_or_the_future_cancels_a_run),
 		cmocka_unit_test(cancelling_the_future_of_a_running_run_stops_it),
