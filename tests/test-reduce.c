@@ -495,6 +495,17 @@ bad_input_is_rejected(void **state)
 
 /* Without memory for large accumulators: the plain form goes on without splitting
  * and is exact; the deterministic one reports ENOMEM and leaves *result alone. */
+/* Under wine, failing the nth allocation of any thread ends the process now and then
+ * (exit status 5, no message, 1 run in 6 to 16, at dada0dd too, before heist_graph): some thread
+ * of the C runtime or of wine allocates through the wrapped malloc, and its failure is
+ * not one heist could report. There the failures are the calling thread's only (the
+ * outside caller's share and the root's accumulator); Linux keeps every thread's. */
+#if defined(_WIN32)
+#define ANY_THREAD_BUT_ON_WINDOWS FAULT_THIS_THREAD
+#else
+#define ANY_THREAD_BUT_ON_WINDOWS FAULT_ANY_THREAD
+#endif
+
 static void
 allocation_failures_lose_nothing(void **state)
 {
@@ -505,7 +516,7 @@ allocation_failures_lose_nothing(void **state)
 	heist_pool *pool = make_pool(2);
 	for (uint64_t skip = 0; skip < 6; skip++) {
 		uint64_t got[BUCKETS];
-		fault_fail_nth(FAULT_ALLOC, skip, FAULT_ANY_THREAD);
+		fault_fail_nth(FAULT_ALLOC, skip, ANY_THREAD_BUT_ON_WINDOWS);
 		int r = heist_reduce(pool, 0, N, 50, got, sizeof got, NULL, histogram_body,
 				     histogram_combine, NULL);
 		fault_disarm(FAULT_ALLOC);
@@ -518,7 +529,7 @@ allocation_failures_lose_nothing(void **state)
 	memset(got, 0xab, sizeof got);
 	uint64_t before[BUCKETS];
 	memcpy(before, got, sizeof got);
-	fault_fail_all(FAULT_ALLOC, FAULT_ANY_THREAD);
+	fault_fail_all(FAULT_ALLOC, ANY_THREAD_BUT_ON_WINDOWS);
 	int r = heist_reduce_deterministic(pool, 0, N, 50, got, sizeof got, NULL,
 					   histogram_body, histogram_combine, NULL);
 	fault_disarm(FAULT_ALLOC);
