@@ -18,10 +18,10 @@
  * heist__futex_wait, and on every backend a wake that follows the waker's store of
  * AWAKE reaches it: the Linux futex and Windows' WaitOnAddress compare the word with
  * SLEEPING against wakers in the kernel; the generic POSIX backend compares it under
- * the lock of the word's table entry, which the waker takes after its store, and
- * broadcasts to the entry (waking, besides, any other sleeper whose word shares it:
- * they look at their own word and sleep again). The wakes here are of one word's one
- * sleeper, so no backend needs Linux's bitsets. */
+ * the lock of the word's bucket and queues the sleeper there in the same hold; the
+ * waker takes that lock after its store and unqueues the word's sleeper, then posts
+ * its parker. The wakes here are of one word's one sleeper, so no backend needs
+ * Linux's bitsets. */
 #ifndef HEIST_SLEEP_H
 #define HEIST_SLEEP_H
 

@@ -8,8 +8,10 @@
  *   linux/  + posix/   Linux: futex waits (FUTEX_WAIT_BITSET), sched_getaffinity,
  *                      pthread_setname_np, /proc/self/comm
  *   posix/ alone       any POSIX.1-2008 system (macOS, the BSDs, -Dportable=true on
- *                      Linux): waits on a hashed table of mutex + condition variable
- *                      pairs, sysconf's CPU count, no pinning without hwloc, no names
+ *                      Linux): waits in a parking lot (a hashed table of queues, each
+ *                      waiter on its own semaphore, or mutex + condition variable where
+ *                      there are no unnamed semaphores: macOS), sysconf's CPU count, no
+ *                      pinning without hwloc, no names
  *   win/               Windows 8 and later: WaitOnAddress, CreateThread, SRW locks,
  *                      fiber-local storage destructors, QueryPerformanceCounter
  *
@@ -68,18 +70,17 @@
  * wake, on a change, on timeout or spuriously: callers re-check their condition. A
  * wake that follows a change of the word is never lost: the check and the sleep are
  * one step against wakers on every backend (the kernel's compare on Linux and Windows;
- * the table lock, which every waker takes, in the generic backend). */
+ * the bucket lock, which every waker takes, in the generic backend). */
 void heist__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 
-/* Wake up to n threads sleeping on word (INT32_MAX: all). Wakes at least the n a
- * Linux futex would; the generic backend may wake more (a wake is a broadcast on the
- * word's table entry), never fewer. */
+/* Wake up to n threads sleeping on word (INT32_MAX: all): the n a Linux futex would
+ * (the generic backend's oldest n), never fewer. */
 void heist__futex_wake(_Atomic uint32_t *word, int n);
 
 /* The same, for a subset of a word's sleepers: a sleeper whose bits share one with the
- * waker's is woken (Linux's FUTEX_WAIT_BITSET and FUTEX_WAKE_BITSET). Only Linux has
- * them: elsewhere the bits are ignored and a bits wake wakes every sleeper on the word,
- * a superset of Linux's, so no wake-up is lost; the extra sleepers re-check and sleep
+ * waker's is woken (Linux's FUTEX_WAIT_BITSET and FUTEX_WAKE_BITSET; the generic
+ * backend keeps them too). Windows has no bitsets: there a bits wake wakes sleepers on
+ * the word whatever their bits, so no wake-up is lost; the others re-check and sleep
  * again (wait.c's sleepers on a job's state: walkers and other waiters). */
 void heist__futex_wait_bits(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns,
 			    uint32_t bits);
