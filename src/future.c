@@ -173,15 +173,16 @@ finish(struct heist_future *j)
 	heist__job_finalized(j);
 }
 
-void
+bool
 heist__job_complete(struct heist_future *j, int r)
 {
 	/* Win j first, as a worker would (its own cancel or a claim may race us), and
 	 * write the result only then: a loser must not touch it. */
 	if (!heist__job_take(j))
-		return;
+		return false;
 	j->task.result = r;	/* read only by those who see DONE, after finish */
 	finish(j);
+	return true;
 }
 
 void
@@ -311,8 +312,12 @@ orphaned(struct heist_future *j, unsigned hops)
 	if (heist__job_done(j) || hops > DEP_HOPS)
 		return false;
 	/* The pool may be gone (a when_all or continuation whose pool was destroyed
-	 * before it was runnable): looked up, not read. */
-	if (j->task.pool && heist__pool_inherited_if_alive(j->task.pool))
+	 * before it was runnable): looked up, not read. A promise is the program's to
+	 * set, in the child as anywhere: its pool does not decide. relaxed: the flags
+	 * were set before the caller had the future. */
+	uint32_t refs = atomic_load_explicit(&j->refs, memory_order_relaxed);
+	if (j->task.pool && !heist__job_is_promise(refs) &&
+	    heist__pool_inherited_if_alive(j->task.pool))
 		return true;
 	struct orphan_look o = {hops + 1, false};
 	heist__job_each_dep(j, dep_orphaned, &o);

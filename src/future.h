@@ -199,9 +199,19 @@ heist__job_ref(struct heist_future *j)
 	atomic_fetch_add_explicit(&j->refs, 1, memory_order_relaxed);
 }
 
-/* A job that never runs (a when_all future): QUEUED -> DONE with result r, waking its
- * waiters and firing its list, unless its own future cancelled it first. */
-void heist__job_complete(struct heist_future *j, int r);
+/* A job that never runs (a when_all future, a promise): QUEUED -> DONE with result r,
+ * waking its waiters and firing its list, unless it was final already (its own future
+ * cancelled it first, or a promise set twice). Returns whether this call made it DONE. */
+bool heist__job_complete(struct heist_future *j, int r);
+
+/* A promise's job (promise.c): REF_UNQUEUED without REF_DEPS, which no other job has
+ * (continuations, when_alls and dependent tasks wait for jobs: REF_DEPS). No thread of
+ * its pool can make it final; the program does. refs is a load of j->refs. */
+static inline bool
+heist__job_is_promise(uint32_t refs)
+{
+	return (refs & (REF_UNQUEUED | REF_DEPS)) == REF_UNQUEUED;
+}
 
 /* A job that was never queued and never will be (a continuation that could not be
  * queued, a dependent task whose input failed): QUEUED -> DONE with result r, unless

@@ -425,6 +425,13 @@ look(struct walk *k, struct heist_future *j, struct to_run *td)
 		 * (heist__job_admit_shared), so that a continuation or dependent task
 		 * we claim sees its inputs' writes; the claim's CAS decides who runs. */
 		uint32_t refs = atomic_load_explicit(&j->refs, memory_order_acquire);
+		if (heist__job_is_promise(refs)) {
+			/* Only the program sets it: the chain ends here, and no
+			 * thread of the pool is about to (a stand-in may come). */
+			set_tip(k, j);
+			k->end |= END_STUCK;
+			return false;
+		}
 		if (refs & REF_UNQUEUED) {
 			size_t n = k->n;
 			heist__job_each_dep(j, hold, k);	/* not runnable yet */

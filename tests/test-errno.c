@@ -87,6 +87,14 @@ calls_anywhere(heist_pool *pool)
 	KEEPS(heist_future_release(f));
 	KEEPS(heist_submit(pool, ret_int, NULL, NULL));
 
+	heist_promise *p = NULL;
+	KEEPS(heist_promise_create(pool, &p, &f));
+	KEEPS(heist_promise_set(p, 0));
+	KEEPS(heist_promise_set(p, 0));			/* EINVAL, returned only */
+	KEEPS(heist_future_wait(f));
+	KEEPS(heist_promise_release(p));
+	KEEPS(heist_future_release(f));
+
 	heist_cancel *c = NULL;
 	KEEPS(heist_cancel_create(&c));
 	KEEPS(heist_submit_cancellable(pool, c, slow_task, NULL, &f));

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* torture.c - the edges of a pool's life, at random (issue 43): several pools per
  * round, outside threads that submit (plain, copied, with tokens, in groups), chain
- * continuations, when_alls and dependent tasks across pools, cancel, wait with and
- * without timeouts, run loops, fork the process, and make allocations fail; a pool of each round is
- * destroyed while the other pools' workers are still queueing continuations into it,
- * and the rest with work still queued. stress.c hammers the waits; this one, the
- * lifetimes.
+ * continuations, when_alls and dependent tasks across pools, set and break promises,
+ * cancel, wait with and without timeouts, run loops, fork the process, and make
+ * allocations fail; a pool of each round is destroyed while the other pools' workers
+ * are still queueing continuations into it, and the rest with work still queued.
+ * stress.c hammers the waits; this one, the lifetimes.
  *
  *     torture [--seed N] [--rounds N] [--seconds S]
  *
@@ -397,8 +397,8 @@ fork_and_check(struct player *p)
 
 /* The operations, and how many of 40 draws pick each. */
 enum op { SUBMIT, DERIVE, CANCEL, TIMED_WAIT, FIRE, GROUP, RUN, STARVE, FORK, TOKEN, GRAPH,
-	  OPS };
-static const unsigned char weight[OPS] = {10, 6, 3, 3, 4, 3, 2, 4, 1, 2, 2};
+	  PROMISE, OPS };
+static const unsigned char weight[OPS] = {9, 6, 3, 3, 4, 3, 2, 4, 1, 2, 2, 1};
 
 static enum op
 draw(uint64_t *rng)
@@ -486,6 +486,54 @@ graph_round(struct player *p)
 	heist_graph_destroy(g);
 }
 
+static int
+wait_promised(void *arg)
+{
+	return heist_future_wait(arg);
+}
+
+/* A promise of a random pool (the doomed one too), with a continuation and a task of
+ * another pool that wait on it, then set from this thread (at once or after a nap)
+ * or released unset (broken). The waiter gives what it was set to, or ECANCELED; the
+ * continuation 5, ESHUTDOWN (its pool closed first) or ECANCELED (broken: it never
+ * runs). The setter is this thread, so no pool's wait can be behind it. */
+static void
+promise_round(struct player *p)
+{
+	struct round *r = p->round;
+	unsigned pool_i = pick(&p->rng, POOLS), waiter_i = pick(&p->rng, DOOMED);
+	bool broken = pick(&p->rng, 4) == 0, late = pick(&p->rng, 2);
+	heist_pool *pool = pool_i == DOOMED ? use_doomed(r) : r->pool[pool_i];
+	if (!pool)
+		return;
+	heist_promise *pr;
+	heist_future *f, *then = NULL, *waiter = NULL;
+	int err = heist_promise_create(pool, &pr, &f);
+	if (pool_i == DOOMED)
+		done_with_doomed(r);
+	if (err) {
+		FAIL("promise_create: %s", strerror(err));
+		return;
+	}
+	if (heist_future_then(f, ret_value, (void *)(intptr_t)5, &then) ||
+	    heist_submit(r->pool[waiter_i], wait_promised, f, &waiter))
+		FAIL("then or submit on a promise");
+	if (late)
+		nap(NAP_NS);
+	if (!broken && (err = heist_promise_set(pr, 3)))
+		FAIL("promise_set: %s", strerror(err));
+	heist_promise_release(pr);
+	int v = waiter ? heist_future_wait(waiter) : 3;
+	if (v != (broken ? ECANCELED : 3))
+		FAIL("a task waiting on a %s promise: %d", broken ? "broken" : "set", v);
+	v = then ? heist_future_wait(then) : 5;
+	if (broken ? v != ECANCELED : v != 5 && v != ESHUTDOWN)
+		FAIL("a continuation of a %s promise: %d", broken ? "broken" : "set", v);
+	heist_future_release(waiter);
+	heist_future_release(then);
+	heist_future_release(f);
+}
+
 static void
 step(struct player *p)
 {
@@ -532,6 +580,9 @@ step(struct player *p)
 		break;
 	case GRAPH:
 		graph_round(p);
+		break;
+	case PROMISE:
+		promise_round(p);
 		break;
 	default:
 		if (pick(&p->rng, 4) == 0)

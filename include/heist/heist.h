@@ -733,6 +733,52 @@ HEIST_EXPORT int heist_submit_after(heist_pool *pool, heist_future *const *input
 				    heist_future **out);
 
 /* ---------------------------------------------------------------------------------- */
+/* Promises: futures the program completes (std::promise, CompletableFuture.complete)  */
+
+/** The writing end of a future that no task completes: the program sets its result
+ * once, from any thread (an I/O callback, another event loop, an MPI request's test),
+ * and the future is done. The future is a heist_future like any other: wait on it,
+ * chain heist_future_then on it, give it to heist_when_all or heist_submit_after (and
+ * through a dependent task of it, to a group). Opaque. */
+typedef struct heist_promise heist_promise;
+
+/**
+ * Create a promise and its future, unset.
+ * @param[in] pool  The pool its continuations and dependent tasks run on by default
+ *                  (heist_future_then queues on it); nothing of the promise runs there.
+ * @param[out] out  Receives the promise, which the caller sets (heist_promise_set) and
+ *                  releases (heist_promise_release).
+ * @param[out] future  Receives its future, which the caller waits on and releases as
+ *                     any other (heist_future_release); it may outlive the promise.
+ * @returns 0; EINVAL if pool, out or future is NULL; ENOMEM. On failure both out and
+ *          future are set to NULL.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_promise_create(heist_pool *pool, heist_promise **out,
+				      heist_future **future);
+
+/**
+ * Set the promise's result: its future is done and gives result (0 or an error code,
+ * as a task's return value), its waiters wake and what waits for it runs. Any thread,
+ * once. Everything the caller wrote before the call is visible to whoever sees the
+ * future done, as a task's writes are. A worker waiting on the future meanwhile ran
+ * other work or was replaced by a stand-in (the waiting rule of heist_future_wait):
+ * the pool never stalls on a promise.
+ * @returns 0; EINVAL if p is NULL or was set already; ECANCELED if its future was
+ *          cancelled first (heist_future_cancel), which the result then does not change.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_promise_set(heist_promise *p, int result);
+
+/**
+ * Release the caller's promise. A promise released unset is broken: its future is
+ * cancelled (it gives ECANCELED, and its continuations do not run), so that no waiter
+ * waits forever. NULL is a no-op; a promise may not be used after its release.
+ * @since 0.2
+ */
+HEIST_EXPORT void heist_promise_release(heist_promise *p);
+
+/* ---------------------------------------------------------------------------------- */
 /* Data dependencies: tasks that name what they read and write (OpenMP's depend)       */
 
 /** A history of the addresses tasks read and write, from which each new task's inputs
