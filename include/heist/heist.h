@@ -761,9 +761,10 @@ HEIST_EXPORT int heist_promise_create(heist_pool *pool, heist_promise **out,
  * Set the promise's result: its future is done and gives result (0 or an error code,
  * as a task's return value), its waiters wake and what waits for it runs. Any thread,
  * once. Everything the caller wrote before the call is visible to whoever sees the
- * future done, as a task's writes are. A worker waiting on the future meanwhile ran
- * other work or was replaced by a stand-in (the waiting rule of heist_future_wait):
- * the pool never stalls on a promise.
+ * future done, as a task's writes are. A worker waiting on the future meanwhile runs
+ * other work or parks with a spare thread standing in (the waiting rule of
+ * heist_future_wait), so a task queued behind the waiter may be the one that sets it;
+ * with HEIST_SPARES_NONE it may not, as on any fixed-size pool.
  * @returns 0; EINVAL if p is NULL or was set already; ECANCELED if its future was
  *          cancelled first (heist_future_cancel), which the result then does not change.
  * @since 0.2
