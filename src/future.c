@@ -16,6 +16,7 @@
 #include "inherit.h"
 #include "pool.h"
 #include "probe.h"
+#include "timer.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -198,6 +199,37 @@ heist__job_forgo(struct heist_future *j, int r)
 	finish(j);
 }
 
+/* A periodic job's run returned 0 (timer.c): RUNNING -> QUEUED, and back in its pool's
+ * timer heap for its next due time, unless it was cancelled meanwhile (by its future:
+ * CANCEL_ASKED; or its token): then RUNNING -> CANCELLED. If the heap refuses it (the
+ * pool is being destroyed, or no memory), it ends with that error, never run again.
+ * Its waiters sleep on through the round trip: only a final state wakes them. */
+static void
+run_again(struct heist_future *j)
+{
+	uint32_t s = atomic_load_explicit(&j->state, memory_order_relaxed);
+	if (!(s & FUT_CANCEL_ASKED) && !heist__job_token_cancelled(j)) {
+		/* relaxed: read only by a runner, which the next run's take and the
+		 * queue's hand-off order after this. */
+		atomic_store_explicit(&j->runner, NULL, memory_order_relaxed);
+		atomic_fetch_or_explicit(&j->refs, REF_UNQUEUED, memory_order_relaxed);
+		/* release: the fields above before the state that lets the heap's
+		 * firer queue it; a cancel racing us sets CANCEL_ASKED: the CAS sees it. */
+		while (!(s & FUT_CANCEL_ASKED))
+			if (atomic_compare_exchange_weak_explicit(&j->state, &s,
+								  (s & ~FUT_MASK) | FUT_QUEUED,
+								  memory_order_release,
+								  memory_order_relaxed)) {
+				int err = heist__timer_repeat(j);
+				if (err)
+					heist__job_forgo(j, err);	/* not if cancelled */
+				return;
+			}
+	}
+	drop_belongings(j);
+	heist__job_cancel_taken(j);
+}
+
 /* Run a job that heist__job_take gave us. Its belongings go before it is marked
  * done: once it is, the last reference may go at any moment. The job names its
  * runner, so that its waiters may help it and follow what it waits for (wait.c): a
@@ -232,10 +264,16 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 	j->task.result = j->task.fn(j->task.arg);
 	heist__returned();	/* not in a child forked inside it (inherit.h) */
 	heist__job_frames = frame.outer;
-	drop_belongings(j);
 	if (timed)
 		heist__profile_record(w->prof, w->index, HEIST_TASK_SUBMITTED,
 				      j->task.created_tsc, started, heist__tsc_end(), &from);
+	/* relaxed: the flags were set before the job was queued. */
+	if (unlikely(atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_PERIODIC) &&
+	    !j->task.result) {
+		run_again(j);
+		return;
+	}
+	drop_belongings(j);
 	finish(j);
 }
 

@@ -43,14 +43,21 @@ enum {
  * claim it (cleared by heist__job_admit_shared); REF_LENT, the token is lent, not
  * referenced: a group's jobs use the group's token, which outlives them (group.c),
  * without touching its count; REF_DEPS, a continuation or when_all future, whose
- * inline_copy says what it waits for (then.c), for its waiters to help with. */
+ * inline_copy says what it waits for (then.c), for its waiters to help with;
+ * REF_TIMED, a job made by heist_submit_timed, REF_UNQUEUED until it is due (timer.c);
+ * REF_PERIODIC, one that comes back to the timer heap after each run, which only a
+ * queue's taker may run, never a waiter (its run puts it back, and a queue entry it
+ * left behind would run it again). */
 #define REF_USER ((uint32_t)1 << 31)
 #define REF_HEAP ((uint32_t)1 << 30)
 #define REF_EPOCH ((uint32_t)1 << 29)
 #define REF_UNQUEUED ((uint32_t)1 << 28)
 #define REF_LENT ((uint32_t)1 << 27)
 #define REF_DEPS ((uint32_t)1 << 26)
-#define REF_FLAGS (REF_HEAP | REF_EPOCH | REF_UNQUEUED | REF_LENT | REF_DEPS)
+#define REF_TIMED ((uint32_t)1 << 25)
+#define REF_PERIODIC ((uint32_t)1 << 24)
+#define REF_FLAGS \
+	(REF_HEAP | REF_EPOCH | REF_UNQUEUED | REF_LENT | REF_DEPS | REF_TIMED | REF_PERIODIC)
 
 /* Something to do once a job is final (DONE or CANCELLED): a continuation to queue,
  * a when_all or a group to tell (then.c, group.c). Lives in the record or structure
@@ -204,13 +211,23 @@ heist__job_ref(struct heist_future *j)
  * cancelled it first, or a promise set twice). Returns whether this call made it DONE. */
 bool heist__job_complete(struct heist_future *j, int r);
 
-/* A promise's job (promise.c): REF_UNQUEUED without REF_DEPS, which no other job has
- * (continuations, when_alls and dependent tasks wait for jobs: REF_DEPS). No thread of
- * its pool can make it final; the program does. refs is a load of j->refs. */
+/* A promise's job (promise.c): REF_UNQUEUED without REF_DEPS or REF_TIMED, which no
+ * other job has (continuations, when_alls and dependent tasks wait for jobs: REF_DEPS;
+ * a timer not yet due: REF_TIMED). No thread of its pool can make it final; the
+ * program does. refs is a load of j->refs. */
 static inline bool
 heist__job_is_promise(uint32_t refs)
 {
-	return (refs & (REF_UNQUEUED | REF_DEPS)) == REF_UNQUEUED;
+	return (refs & (REF_UNQUEUED | REF_DEPS | REF_TIMED)) == REF_UNQUEUED;
+}
+
+/* A queued job that no waiter may run and that waits for no job a waiter could help
+ * with: a promise, a timer not yet due, a periodic job (timer.c). A waiter's chain
+ * ends there (wait.c). refs is a load of j->refs. */
+static inline bool
+heist__job_ends_chain(uint32_t refs)
+{
+	return (refs & (REF_UNQUEUED | REF_DEPS)) == REF_UNQUEUED || (refs & REF_PERIODIC);
 }
 
 /* A job that was never queued and never will be (a continuation that could not be

@@ -192,6 +192,7 @@ pool_free(struct heist_pool *pool, unsigned inited)
 		free_slot(&pool->workers[i]);
 	heist__spares_fini(&pool->spares);
 	heist__sleep_fini(&pool->sleep);
+	heist__timers_fini(&pool->timers);
 	heist__mutex_destroy(&pool->idle_lock);
 	heist__topology_free(pool->topo);
 	heist__report_free(pool->report);
@@ -273,6 +274,10 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	pool->hook_ctx = cfg->hook_ctx;
 	if (heist__mutex_init(&pool->idle_lock))
 		goto fail_lock;
+	if (heist__timers_init(&pool->timers)) {
+		heist__mutex_destroy(&pool->idle_lock);
+		goto fail_lock;
+	}
 	pool->workers = heist__aligned_alloc(CACHE_LINE, sizeof(*pool->workers) * pool->slots_max);
 	pool->hazards = heist__aligned_alloc(CACHE_LINE, sizeof(*pool->hazards) * pool->slots_max);
 	if (!pool->workers || !pool->hazards)
@@ -297,6 +302,7 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	}
 	return pool;
 fail:
+	heist__timers_fini(&pool->timers);
 	heist__mutex_destroy(&pool->idle_lock);
 fail_lock:
 	heist__aligned_free(pool->hazards);
@@ -383,6 +389,7 @@ destroy(heist_pool *pool)
 	}
 	if (heist__pool_inherited(pool))
 		return;	/* a child's copy, without threads: let it go untouched (inherit.h) */
+	heist__timers_close(pool);	/* timers not yet due end now, never run */
 	heist__pool_drain(pool);
 	wait_unwalked(pool);
 	teardown(pool, pool->n);

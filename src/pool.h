@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "sleep.h"
 #include "spare.h"
+#include "timer.h"
 #include "worker.h"
 
 enum { DEQUE_CAPACITY = 1024 };	/* a new deque's slots; it grows by doubling */
@@ -44,6 +45,7 @@ struct heist_pool {
 
 	struct injector injector;
 	struct sleep sleep;
+	struct timers timers;		/* tasks due later (timer.h) */
 	struct spares spares;
 	struct heist_pool *next_live;	/* the registry of live pools (pool.c) */
 	struct heist_pool *next_all;	/* every pool not yet freed (pool.c, wait.c) */

@@ -195,6 +195,21 @@ heist__sleep_wait(struct sleep *s, unsigned i)
 	return s->sleepers[i].woken_ns;
 }
 
+bool
+heist__sleep_wait_until(struct sleep *s, unsigned i, uint64_t deadline, uint64_t *woken)
+{
+	/* acquire: as in heist__sleep_wait. */
+	while (atomic_load_explicit(&s->sleepers[i].word, memory_order_acquire) == SLEEPING) {
+		uint64_t now = heist__now_ns();
+		if (now >= deadline)
+			return false;
+		heist__futex_wait(&s->sleepers[i].word, SLEEPING,
+				  deadline == HEIST_NEVER ? 0 : deadline - now);
+	}
+	*woken = s->sleepers[i].woken_ns;
+	return true;
+}
+
 /* Under the lock: take one sleeper off the stack and make it a searcher. */
 static int
 pop_sleeper(struct sleep *s)
@@ -256,6 +271,28 @@ heist__sleep_notify_job_slow(struct sleep *s)
 		heist__futex_wake(&s->sleepers[j].word, 1);
 }
 
+void
+heist__sleep_wake_worker(struct sleep *s, unsigned i)
+{
+	heist__mutex_lock(&s->lock);
+	int j = -1;
+	if (s->lent == (int)i) {
+		j = recall_lent(s);
+	} else {
+		for (unsigned k = 0; k < s->nidle; k++) {
+			if (s->idle[k] == i) {
+				/* To the top of the stack, and popped as any sleeper. */
+				s->idle[k] = s->idle[s->nidle - 1];
+				s->idle[s->nidle - 1] = i;
+				j = pop_sleeper(s);
+				break;
+			}
+		}
+	}
+	heist__mutex_unlock(&s->lock);
+	if (j >= 0)
+		heist__futex_wake(&s->sleepers[j].word, 1);
+}
 
 void
 heist__sleep_wake_all(struct sleep *s)

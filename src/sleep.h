@@ -87,6 +87,18 @@ bool heist__sleep_cancel(struct sleep *s, unsigned i);
  * for (heist__now_ns): not when it woke, which would count the wake's own latency. */
 uint64_t heist__sleep_wait(struct sleep *s, unsigned i);
 
+/* As heist__sleep_wait, but only until `deadline` (heist__now_ns; HEIST_NEVER: none):
+ * returns true if woken (a searcher now, *woken as heist__sleep_wait returns), false
+ * at the deadline, still asleep in the protocol's eyes (on the idle stack, or lent):
+ * the caller then calls heist__sleep_cancel to search again. A timer keeper's sleep
+ * (timer.h). */
+bool heist__sleep_wait_until(struct sleep *s, unsigned i, uint64_t deadline, uint64_t *woken);
+
+/* Wake worker i as a searcher if it sleeps, on the idle stack or lent to the guest
+ * (recalled, as heist__sleep_notify_job does); nothing if it is awake. For a timer
+ * keeper whose deadline an earlier timer passed (timer.h). */
+void heist__sleep_wake_worker(struct sleep *s, unsigned i);
+
 /* Step (4): after a seq_cst write that made work available. */
 void heist__sleep_notify_slow(struct sleep *s);
 

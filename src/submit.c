@@ -339,6 +339,24 @@ heist__submit_continuation(struct heist_future *c)
 }
 
 int
+heist__submit_fired(struct heist_future *j)
+{
+	struct heist_pool *pool = j->task.pool;
+	unsigned e;
+	int err = heist__pool_enter(pool, &e);
+	if (err)
+		return err;
+	stamp(pool, j);
+	/* As push_outside, but never held up by the injector's limit: the firer may
+	 * be a worker, which must not wait for room that only workers make. */
+	heist__job_admit_shared(j, e);
+	heist__injector_requeue(&pool->injector, &j->task);
+	heist__sleep_notify_job(&pool->sleep);
+	heist__pool_unhold(pool);
+	return 0;
+}
+
+int
 heist__submit_queue(struct heist_pool *pool, struct heist_future *j)
 {
 	j->task.pool = pool;

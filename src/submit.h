@@ -51,4 +51,11 @@ int heist__submit_queue(struct heist_pool *pool, struct heist_future *j);
  * queued, and still REF_UNQUEUED). */
 int heist__submit_continuation(struct heist_future *c);
 
+/* Queue a timed job that came due (timer.c) on its pool, from whatever thread fires
+ * it (a worker between its jobs, or asleep as the timer keeper: no job of the pool
+ * counts it): as an outside submission, through the enter handshake, so that a pool
+ * being destroyed refuses it (ESHUTDOWN) rather than drain without it. j may hold its
+ * future already (heist__job_admit_shared). Returns 0 or ESHUTDOWN (j not queued). */
+int heist__submit_fired(struct heist_future *j);
+
 #endif

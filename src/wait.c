@@ -425,9 +425,10 @@ look(struct walk *k, struct heist_future *j, struct to_run *td)
 		 * (heist__job_admit_shared), so that a continuation or dependent task
 		 * we claim sees its inputs' writes; the claim's CAS decides who runs. */
 		uint32_t refs = atomic_load_explicit(&j->refs, memory_order_acquire);
-		if (heist__job_is_promise(refs)) {
-			/* Only the program sets it: the chain ends here, and no
-			 * thread of the pool is about to (a stand-in may come). */
+		if (heist__job_ends_chain(refs)) {
+			/* Only the program sets it, or its time comes: the chain
+			 * ends here, and no thread of the pool is about to run it
+			 * (a stand-in may come). */
 			set_tip(k, j);
 			k->end |= END_STUCK;
 			return false;
@@ -795,6 +796,17 @@ blocked_threads(struct worker *w)
 	return n;
 }
 
+/* A parked thread is no keeper of its pool's timers (timer.h): when every worker waits,
+ * none sleeps as one, and what they wait for may be a timer. So each nap of theirs
+ * (PARK_NS at most) begins by firing what is due; what it fired, the awaited timer
+ * say, the next look finds in the injector. */
+static void
+fire_timers(struct worker *w)
+{
+	if (heist__timers_due(&w->pool->timers))
+		heist__timers_fire(w->pool);
+}
+
 /* One nap of the parked phase of an untimed wait, after a vote for a stand-in if work
  * waits that nobody may run (spare.h). `before` is the pool's progress from before the
  * look that found nothing, and `end` how that look saw the chain end: a vote counts
@@ -813,6 +825,7 @@ park(struct worker *w, const struct awaited *a, struct park *p, struct heist_fut
 		bool stuck = (end & END_STUCK) && !(end & END_RUNNING);
 		heist__spare_vote(w->pool, before, &p->vote, stuck, blocked_threads(w));
 	}
+	fire_timers(w);
 	nap(a, tip, PARK_NS);
 }
 
@@ -888,6 +901,7 @@ wait_timed(struct worker *w, const struct awaited *a, uint64_t deadline_ns)
 			heist__thread_yield();
 			idle++;
 		} else {
+			fire_timers(w);
 			nap(a, NULL, left);
 		}
 	}

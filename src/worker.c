@@ -278,6 +278,40 @@ work_visible(struct heist_pool *pool)
 	return found;
 }
 
+/* The timer keeper's sleep (timer.h): until woken, or until the earliest timer is due,
+ * then fire it and search (a searcher again), handing the role back either way. A
+ * keeper lent to the guest (heist__sleep_cancel refuses) fires and sleeps on. Returns
+ * as heist__sleep_wait does. */
+static uint64_t
+keep_timers(struct worker *w)
+{
+	struct heist_pool *pool = w->pool;
+	struct timers *t = &pool->timers;
+	uint64_t woken;
+	for (;;) {
+		uint64_t due = heist__timers_keeper_due(t);
+		if (due == HEIST_NEVER) {
+			heist__timers_unclaim(t);	/* then looks again: timer.h */
+			if (heist__timers_claim(t, w->index))
+				continue;
+			return heist__sleep_wait(&pool->sleep, w->index);
+		}
+		if (heist__sleep_wait_until(&pool->sleep, w->index, due, &woken))
+			break;
+		if (!heist__timers_due(t))
+			continue;	/* fired by a busy worker meanwhile */
+		if (heist__sleep_cancel(&pool->sleep, w->index)) {
+			woken = heist__now_ns();
+			break;
+		}
+		heist__timers_fire(pool);	/* lent: the others run them */
+	}
+	heist__timers_unclaim(t);
+	if (heist__timers_due(t))
+		heist__timers_fire(pool);	/* the search that follows takes them */
+	return woken;
+}
+
 /* Sleeps until woken; returns when its waker saw work (sleep.h). */
 static uint64_t
 sleep_until_woken(struct worker *w)
@@ -289,7 +323,9 @@ sleep_until_woken(struct worker *w)
 	 * word AWAKE at once. */
 	heist__record_trim();
 	heist__deque_trim(&w->dq, DEQUE_CAPACITY);
-	uint64_t woken = heist__sleep_wait(&pool->sleep, w->index);
+	uint64_t woken = heist__timers_claim(&pool->timers, w->index)
+				 ? keep_timers(w)
+				 : heist__sleep_wait(&pool->sleep, w->index);
 	counter_add(&w->stats.wakes, 1);
 	return woken;
 }
@@ -394,6 +430,8 @@ next_task(struct worker *w)
 	heist__worker_flush_done(w);
 	if (loop_done(w))
 		return NULL;
+	if (heist__timers_due(&w->pool->timers))
+		heist__timers_fire(w->pool);	/* into the injector, taken next */
 	if ((t = take_injector(w)))
 		return t;
 	return search(w);
@@ -415,6 +453,8 @@ search(struct worker *w)
 				stop_searching(pool);
 				return NULL;
 			}
+			if (heist__timers_due(&pool->timers))
+				heist__timers_fire(pool);
 			t = take_injector(w);
 			if (!t && (t = heist__steal_round(w)))
 				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);

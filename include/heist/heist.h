@@ -780,6 +780,60 @@ HEIST_EXPORT int heist_promise_set(heist_promise *p, int result);
 HEIST_EXPORT void heist_promise_release(heist_promise *p);
 
 /* ---------------------------------------------------------------------------------- */
+/* Timers: tasks due later, and periodic ones (ScheduledExecutorService, uv_timer)      */
+
+/**
+ * The clock that timed tasks are due on: monotonic nanoseconds from an arbitrary start
+ * (CLOCK_MONOTONIC; QueryPerformanceCounter on Windows). Any thread.
+ * @since 0.2
+ */
+HEIST_EXPORT uint64_t heist_now_ns(void);
+
+/** When a timed task is due (heist_submit_timed). A zero-filled struct means: now. */
+struct heist_timing {
+	uint64_t delay_ns;	/* due this long after the call; or, not both: */
+	uint64_t at_ns;		/* due at this heist_now_ns() time (0: use delay_ns) */
+	uint64_t period_ns;	/* 0: run once; else run again every period_ns */
+	heist_cancel *cancel;	/* a token that cancels it (a reference is taken), or NULL */
+};
+
+/**
+ * Submit fn(arg) to run on pool once it is due, then (with a period) again every
+ * period_ns. No thread is made or blocked for it: the pool keeps its timed tasks in one
+ * heap, and its workers queue each one as it comes due (a sleeping worker wakes for the
+ * earliest; a busy one looks between its tasks), as an outside submit; so a due task
+ * starts once a worker is free, and may start late behind tasks that hold every
+ * worker. Until it is due, no waiter runs it and heist_pool_wait_idle and
+ * heist_pool_pending do not count it; a worker that waits for its future runs other
+ * work or parks with a stand-in (the waiting rule).
+ * Periodic: the runs are on the grid of the first due time plus multiples of the
+ * period, never two at once; a run that would start more than a period late is skipped
+ * (the next starts on the grid), never made up in a burst. The future is done when a run
+ * returns nonzero (that value), when it is cancelled (ECANCELED), or with ESHUTDOWN
+ * when the pool is destroyed (or ENOMEM if the next run could not be queued).
+ * Cancel: heist_future_cancel ends a task not yet due at once (ECANCELED, never run) and
+ * a periodic one after its current run; a token's request is seen when the task comes
+ * due (it does not run then) and after each periodic run. heist_pool_destroy does not
+ * wait for timed tasks: those not yet due end with ESHUTDOWN, never run.
+ * A task due now or earlier (and not periodic) is submitted at once, as heist_submit.
+ * @param[in] when  When it is due, its period and token; not NULL.
+ * @param[out] out  Receives its future, or NULL for fire-and-forget (a periodic task
+ *                  is then stopped only by its token, a nonzero result, or destroy).
+ * @returns 0; EINVAL if pool, when or fn is NULL, or when has both at_ns and delay_ns;
+ *          ENOMEM; ESHUTDOWN once the pool's destroy has begun.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_submit_timed(heist_pool *pool, const struct heist_timing *when,
+				    heist_fn fn, void *arg, heist_future **out);
+
+/**
+ * heist_submit_timed with only a delay: fn(arg) runs once, delay_ns from now.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_submit_delayed(heist_pool *pool, uint64_t delay_ns, heist_fn fn,
+				      void *arg, heist_future **out);
+
+/* ---------------------------------------------------------------------------------- */
 /* Data dependencies: tasks that name what they read and write (OpenMP's depend)       */
 
 /** A history of the addresses tasks read and write, from which each new task's inputs
