@@ -41,6 +41,11 @@ struct bench_opts {
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
+/* CPU time so far, user + system, in ms (cpu.c): the process's (every thread's), and
+ * the calling thread's. */
+double bench_cpu_ms(void);
+double bench_thread_cpu_ms(void);
+
 /* Sleep for ms milliseconds (EINTR-safe). */
 void bench_sleep_ms(unsigned ms);
 

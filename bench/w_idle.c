@@ -8,12 +8,6 @@
 #include "workloads.h"
 
 #include <stdio.h>
-#if defined(_WIN32)
-#include <windows.h>
-#else
-#include <sys/resource.h>
-#include <sys/time.h>
-#endif
 
 static int
 tiny(void *arg)
@@ -36,28 +30,6 @@ burst(void *arg)
 	return heist_sync(&t);
 }
 
-#if defined(_WIN32)
-/* Windows: GetProcessTimes, user + kernel, every thread (100 ns units). */
-static double
-cpu_ms(void)
-{
-	FILETIME created, exited, kernel, user;
-	if (!GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user))
-		return 0;
-	ULARGE_INTEGER k = {.LowPart = kernel.dwLowDateTime, .HighPart = kernel.dwHighDateTime};
-	ULARGE_INTEGER u = {.LowPart = user.dwLowDateTime, .HighPart = user.dwHighDateTime};
-	return (double)(k.QuadPart + u.QuadPart) / 1e4;
-}
-#else
-static double
-cpu_ms(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-#endif
 
 void
 idle_cpu(const struct bench_opts *o)
@@ -81,10 +53,10 @@ idle_cpu(const struct bench_opts *o)
 
 	struct heist_stats s0, s1;
 	heist_pool_stats(pool, &s0);
-	double c0 = cpu_ms();
+	double c0 = bench_cpu_ms();
 	uint64_t t0 = bench_now_ns();
 	bench_sleep_ms(window_ms);
-	double c1 = cpu_ms();
+	double c1 = bench_cpu_ms();
 	uint64_t t1 = bench_now_ns();
 	heist_pool_stats(pool, &s1);
 

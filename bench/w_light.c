@@ -18,11 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#if defined(_WIN32)
-#include <windows.h>
-#else
-#include <sys/resource.h>
-#endif
 
 struct slot {
 	uint64_t due;
@@ -59,34 +54,6 @@ baseline_body(void *arg)
 	light_task(arg);
 }
 
-#if defined(_WIN32)
-/* Windows: GetProcessTimes for the process, GetThreadTimes for this thread (user +
- * kernel, 100 ns units), as getrusage's RUSAGE_SELF and RUSAGE_THREAD. */
-enum { RUSAGE_SELF, RUSAGE_THREAD };
-
-static double
-cpu_s(int who)
-{
-	FILETIME created, exited, kernel, user;
-	BOOL ok = who == RUSAGE_SELF
-			  ? GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)
-			  : GetThreadTimes(GetCurrentThread(), &created, &exited, &kernel, &user);
-	if (!ok)
-		return 0;
-	ULARGE_INTEGER k = {.LowPart = kernel.dwLowDateTime, .HighPart = kernel.dwHighDateTime};
-	ULARGE_INTEGER u = {.LowPart = user.dwLowDateTime, .HighPart = user.dwHighDateTime};
-	return (double)(k.QuadPart + u.QuadPart) / 1e7;
-}
-#else
-static double
-cpu_s(int who)
-{
-	struct rusage ru;
-	getrusage(who, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-#endif
 
 /* Until t (bench_now_ns): a sleep to 50 us before, then a spin, so that each submit
  * leaves on time; the producer's CPU is not the pool's, and is taken out. */
@@ -119,7 +86,7 @@ run_one(const struct bench_opts *o, const struct light_run *p, const char *impl,
 	if (!s || !late)
 		bench_fail("W9: out of memory");
 	uint64_t period = 1000000000ull / rate;
-	double pool0 = cpu_s(RUSAGE_SELF), mine0 = cpu_s(RUSAGE_THREAD);
+	double pool0 = bench_cpu_ms(), mine0 = bench_thread_cpu_ms();
 	uint64_t t0 = bench_now_ns() + 1000 * 1000;
 	for (size_t i = 0; i < n; i++) {
 		s[i].due = t0 + i * period;
@@ -135,8 +102,8 @@ run_one(const struct bench_opts *o, const struct light_run *p, const char *impl,
 	else
 		baseline_wait_all(p->baseline);
 	uint64_t t1 = bench_now_ns();
-	double cores = ((cpu_s(RUSAGE_SELF) - pool0) - (cpu_s(RUSAGE_THREAD) - mine0)) /
-		       ((double)(t1 - t0) / 1e9);
+	double cores = ((bench_cpu_ms() - pool0) - (bench_thread_cpu_ms() - mine0)) /
+		       ((double)(t1 - t0) / 1e6);
 	for (size_t i = 0; i < n; i++)
 		late[i] = s[i].late;
 	bench_sort(late, n);

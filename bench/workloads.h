@@ -37,5 +37,8 @@ void idle_cpu(const struct bench_opts *o);
 /* W9 at light load: an open loop at 20,000 and 200,000 tasks/s; the pool's CPU and how
  * late tasks start (w_light.c). */
 void light_load(const struct bench_opts *o);
+/* timers: timed tasks due at 1,000/s with 100,000 timers pending; idle CPU with and
+ * without them (w_timer.c). */
+void timer_load(const struct bench_opts *o);
 
 #endif /* HEIST_BENCH_WORKLOADS_H */
