@@ -4,7 +4,7 @@
 // -Wuseless-cast, -Wconversion, -Wsign-conversion and -Werror through -I: the
 // header's templates are instantiated here in the common forms (submit, post, then,
 // cancel tokens, every for_each, reduce, join, task_group, run, submit_after, when_all,
-// task_graph), so that a warning in
+// task_graph, promises), so that a warning in
 // any of them fails here before it fails in a user's build. Only compiled and linked.
 #include <heist/heist.hpp>
 #include <heist/profile.h>
@@ -72,7 +72,17 @@ int main()
 		many.push_back(pool.submit([i] { return long(i); }));
 	auto all = heist::when_all(pool, many);
 	auto after_many = pool.submit_after(many, [] { return 1; });
-	heist::when_all(pool, f, s, chained, after, always, all).get();
+	heist::promise<std::string> pr(pool);
+	heist::promise<void> pv(pool);
+	auto from_promise = pr.get_future().then([](std::string x) { return x.size(); });
+	auto from_void = pv.get_future();
+	pr.set_value(std::string("promised"));
+	pv.set_exception(std::make_exception_ptr(1));
+	heist::when_all(pool, f, s, chained, after, always, all, from_promise).get();
+	try {
+		from_void.get();
+	} catch (int) {
+	}
 	heist::task_graph graph;
 	long cells[3] = {0, 0, 0};
 	auto n0 = graph.emplace([&cells] { cells[0] = 1; });
@@ -81,7 +91,8 @@ int main()
 	n0.precede(n1);
 	graph.run(pool).get();
 	pool.wait_idle();
-	std::printf("%ld %d %s %d %d %.0f %ld %d %d %ld\n", r, f.get(), s.get().c_str(),
-		    chained.get(), c.get(), sum, g, after.get(), after_many.get(), cells[2]);
+	std::printf("%ld %d %s %d %d %.0f %ld %d %d %ld %zu\n", r, f.get(), s.get().c_str(),
+		    chained.get(), c.get(), sum, g, after.get(), after_many.get(), cells[2],
+		    from_promise.get());
 	return 0;
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 // test-cxx-api.cpp - the C++ API of heist.hpp: pools, submit and post (inline and heap
 // jobs, move-only callables, void and non-int results, exceptions), futures (get,
-// wait, wait_for, ready, cancel, then), cancellation tokens, for_each, reduce, join,
-// task_group, run, and the heap allocations each makes (a replaced operator new
-// counts them). Plain checks that print the line and abort, in release builds too, so
-// they may run on any thread (a body inside pool.run, say). Waits poll a condition
-// with a bound that only a broken library reaches; nothing passes or fails because
-// something was fast. TEST_FILTER=word runs the tests whose names contain it.
+// wait, wait_for, ready, cancel, then), promises, cancellation tokens, for_each,
+// reduce, join, task_group, run, and the heap allocations each makes (a replaced
+// operator new counts them). Plain checks that print the line and abort, in release
+// builds too, so they may run on any thread (a body inside pool.run, say). Waits poll
+// a condition with a bound that only a broken library reaches; nothing passes or fails
+// because something was fast. TEST_FILTER=word runs the tests whose names contain it.
 #include <heist/heist.hpp>
 
 #include <algorithm>
@@ -686,6 +686,319 @@ future_then_after_pool()
 	CHECK(f.valid() && f.get() == 3);
 }
 
+// ---- promises --------------------------------------------------------------------
+
+// A value whose copy throws on demand: a set that throws leaves the promise unset.
+struct fragile {
+	int v;
+	bool bomb;
+	fragile(int x, bool b) : v(x), bomb(b) {}
+	fragile(const fragile &o) : v(o.v), bomb(o.bomb)
+	{
+		if (bomb)
+			throw my_error(v);
+	}
+	fragile(fragile &&o) noexcept : v(o.v), bomb(false) {}
+	fragile &operator=(const fragile &) = delete;
+	fragile &operator=(fragile &&) = delete;
+};
+
+// set_value from a std::thread wakes a get() that waits, and publishes what the
+// setter wrote before it; from a task of a one-worker pool too (a spare stands in).
+static void
+promise_set_from_thread()
+{
+	heist::pool pool(1);
+	for (int i = 0; i < 20 * SCALE; i++) {
+		heist::promise<std::string> p(pool);
+		auto f = p.get_future();
+		static_assert(std::is_same_v<decltype(f), heist::future<std::string>>);
+		CHECK(f.valid() && !f.ready());
+		int written = 0;	// plain: the set publishes it
+		std::thread t([&p, &written, i] {
+			if (i % 2)
+				nap();	// now and then get() is waiting already
+			written = i + 1;
+			p.set_value(std::to_string(i));
+		});
+		CHECK(f.get() == std::to_string(i));
+		CHECK(written == i + 1);
+		t.join();
+	}
+	// Waited for on a worker: the only worker waits, a later task sets it. The
+	// waiter may return before set_value does: p ends after the setter's future.
+	heist::promise<int> p(pool);
+	auto waiter = pool.submit([f = p.get_future()]() mutable { return f.get() + 1; });
+	auto setter = pool.submit([&p] { p.set_value(41); });
+	CHECK(waiter.get() == 42);
+	setter.get();
+	// Set before anyone waits: kept.
+	heist::promise<int> q(pool);
+	q.set_value(ECANCELED);	// a code the int channel reserves: no matter here
+	auto g = q.get_future();
+	CHECK(g.ready());
+	CHECK(g.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+	CHECK(g.get() == ECANCELED);
+}
+
+// set_exception: get() rethrows it; a null one, a second set and a throwing copy are
+// refused, each with the promise as it was.
+static void
+promise_set_exception()
+{
+	heist::pool pool(1);
+	heist::promise<int> p(pool);
+	auto f = p.get_future();
+	try {
+		p.set_exception(nullptr);
+		CHECK(false);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EINVAL);
+	}
+	CHECK(!f.ready());
+	std::thread t([&p] { p.set_exception(std::make_exception_ptr(my_error(3))); });
+	try {
+		f.get();
+		CHECK(false);
+	} catch (const my_error &e) {
+		CHECK(e.code == 3);
+	}
+	t.join();
+	try {
+		p.set_value(1);
+		CHECK(false);
+	} catch (const std::future_error &e) {
+		CHECK(e.code() == std::future_errc::promise_already_satisfied);
+	}
+	CHECK_THROWS(std::future_error, p.set_exception(std::make_exception_ptr(1)));
+	try {
+		(void)p.get_future();
+		CHECK(false);
+	} catch (const std::future_error &e) {
+		CHECK(e.code() == std::future_errc::future_already_retrieved);
+	}
+	// A copy that throws: the caller gets the exception, the promise stays unset.
+	heist::promise<fragile> r(pool);
+	auto g = r.get_future();
+	fragile bad(7, true);
+	CHECK_THROWS(my_error, r.set_value(bad));
+	CHECK(!g.ready());
+	r.set_value(fragile(8, false));
+	CHECK(g.get().v == 8);
+	// Two setters at once: one wins, the other is refused.
+	for (int i = 0; i < 50 * SCALE; i++) {
+		heist::promise<int> two(pool);
+		auto h = two.get_future();
+		std::atomic<int> won{0}, refused{0};
+		auto set = [&](int v) {
+			try {
+				two.set_value(v);
+				won++;
+			} catch (const std::future_error &) {
+				refused++;
+			}
+		};
+		std::thread a(set, 1), b(set, 2);
+		int v = h.get();
+		a.join();
+		b.join();
+		CHECK(won.load() == 1 && refused.load() == 1);
+		CHECK(v == 1 || v == 2);
+	}
+}
+
+// A promise destroyed unset is broken: get() throws cancelled_error, also to a thread
+// waiting in it already; what it held ends.
+static void
+promise_broken()
+{
+	heist::pool pool(1);
+	heist::future<int> f;
+	{
+		heist::promise<int> p(pool);
+		f = p.get_future();
+	}
+	CHECK(f.ready());
+	CHECK_THROWS(heist::cancelled_error, f.get());
+	// Broken while a thread waits in get().
+	auto p = std::make_unique<heist::promise<long>>(pool);
+	auto g = p->get_future();
+	std::atomic<bool> threw{false};
+	std::thread t([&g, &threw] {
+		try {
+			g.get();
+		} catch (const heist::cancelled_error &e) {
+			threw = e.code().value() == ECANCELED;
+		}
+	});
+	nap();
+	p.reset();
+	t.join();
+	CHECK(threw.load());
+	// Never asked for its future, set or not: nothing leaks (ASan, live).
+	int base = live.load();
+	{
+		heist::promise<tracked> unset(pool);
+		heist::promise<tracked> set(pool);
+		set.set_value(tracked(1));
+		CHECK(live.load() == base + 1);
+	}
+	CHECK(live.load() == base);
+	// Move-assigning onto an unset promise breaks it.
+	heist::promise<int> a(pool), b(pool);
+	auto fa = a.get_future(), fb = b.get_future();
+	a = std::move(b);
+	CHECK_THROWS(heist::cancelled_error, fa.get());
+	a.set_value(5);
+	CHECK(fb.get() == 5);
+}
+
+// The void form, and the reference form.
+static void
+promise_void_and_reference()
+{
+	heist::pool pool(1);
+	heist::promise<void> p(pool);
+	auto f = p.get_future();
+	static_assert(std::is_same_v<decltype(f), heist::future<void>>);
+	std::thread t([&p] { p.set_value(); });
+	f.get();
+	t.join();
+	CHECK_THROWS(std::future_error, p.set_value());
+	heist::promise<void> e(pool);
+	auto g = e.get_future();
+	e.set_exception(std::make_exception_ptr(my_error(4)));
+	CHECK_THROWS(my_error, g.get());
+	{
+		heist::promise<void> broken(pool);
+		g = broken.get_future();
+	}
+	CHECK_THROWS(heist::cancelled_error, g.get());
+	static int cell = 9;
+	heist::promise<int &> r(pool);
+	auto h = r.get_future();
+	r.set_value(cell);
+	CHECK(&h.get() == &cell);
+}
+
+// then() on a promise's future runs on the pool once the promise is set, not before;
+// when_all and submit_after take the future as an input; a broken promise ends them
+// unrun.
+static void
+promise_then_and_when_all()
+{
+	heist::pool pool(2);
+	heist::promise<int> p(pool);
+	std::atomic<int> ran{0};
+	auto c = p.get_future().then([&ran](int x) {
+		ran++;
+		return x + 1;
+	});
+	for (int i = 0; i < 10; i++)
+		nap();
+	CHECK(ran.load() == 0 && !c.ready());	// nothing runs before the set
+	std::thread t([&p] { p.set_value(41); });
+	CHECK(c.get() == 42);
+	CHECK(ran.load() == 1);
+	t.join();
+	// The future form sees the exception.
+	heist::promise<int> q(pool);
+	auto d = q.get_future().then([](heist::future<int> a) {
+		try {
+			return a.get();
+		} catch (const my_error &e) {
+			return -e.code;
+		}
+	});
+	q.set_exception(std::make_exception_ptr(my_error(6)));
+	CHECK(d.get() == -6);
+	// A broken promise: its continuations never run, in either form.
+	auto e = heist::promise<int>(pool).get_future().then([&ran](int) { ran++; });
+	CHECK_THROWS(heist::cancelled_error, e.get());
+	auto e2 = heist::promise<int>(pool).get_future().then([&ran](heist::future<int>) {
+		ran++;
+	});
+	CHECK_THROWS(heist::cancelled_error, e2.get());
+	CHECK(ran.load() == 1);
+	// Inputs of dependent tasks, not consumed.
+	heist::promise<int> a(pool);
+	heist::promise<void> b(pool);
+	auto fa = a.get_future();
+	auto fb = b.get_future();
+	auto after = pool.submit_after({fa, fb}, [] { return 1; });
+	auto all = heist::when_all(pool, fa, fb, pool.submit([] { return 1; }));
+	CHECK(!all.ready());
+	std::thread ta([&a] { a.set_value(3); }), tb([&b] { b.set_value(); });
+	all.get();
+	CHECK(after.get() == 1);
+	CHECK(fa.get() == 3);
+	fb.get();
+	ta.join();
+	tb.join();
+	heist::promise<int> gone(pool);
+	auto fg = gone.get_future();
+	auto waits = heist::when_all(pool, fg);
+	gone = heist::promise<int>(pool);	// breaks the first
+	CHECK_THROWS(heist::cancelled_error, waits.get());
+	CHECK_THROWS(heist::cancelled_error, fg.get());
+}
+
+// Moved from: empty, every call throws no_state, its destruction does nothing; the
+// promise it moved to goes on. A cancelled future takes a later set without a word.
+static void
+promise_moved_from_and_cancel()
+{
+	heist::pool pool(1);
+	{
+		// An empty pool: EINVAL. One block per promise, its future's included.
+		heist::pool moved(std::move(pool));
+		CHECK_THROWS(std::system_error, heist::promise<int>(pool));
+		long before = allocs();
+		heist::promise<std::string> s(moved);
+		auto fs = s.get_future();
+		CHECK(allocs() - before == 1);
+		pool = std::move(moved);
+	}
+	heist::promise<int> a(pool);
+	auto f = a.get_future();
+	heist::promise<int> b(std::move(a));
+	try {
+		a.set_value(1);
+		CHECK(false);
+	} catch (const std::future_error &e) {
+		CHECK(e.code() == std::future_errc::no_state);
+	}
+	CHECK_THROWS(std::future_error, a.set_exception(std::make_exception_ptr(1)));
+	CHECK_THROWS(std::future_error, a.set_exception(nullptr));
+	CHECK_THROWS(std::future_error, (void)a.get_future());
+	{
+		heist::promise<int> c(std::move(b));
+		swap(b, c);	// b holds it again, c is empty
+		heist::promise<int> d(std::move(c));	// empty too
+	}
+	CHECK(!f.ready());
+	b.set_value(2);
+	CHECK(f.get() == 2);
+	heist::promise<int> e(pool);
+	a = std::move(e);	// an empty promise takes one
+	auto g = a.get_future();
+	a.set_value(3);
+	CHECK(g.get() == 3);
+	// The consumer gives up first.
+	int base = live.load();
+	heist::promise<tracked> p(pool);
+	auto h = p.get_future();
+	h.cancel();
+	CHECK(h.ready());
+	p.set_value(tracked(4));	// accepted, dropped
+	CHECK_THROWS(std::future_error, p.set_value(tracked(5)));
+	CHECK_THROWS(heist::cancelled_error, h.get());
+	{
+		heist::promise<tracked> gone(std::move(p));
+	}
+	CHECK(live.load() == base);
+}
+
 // ---- cancellation tokens ---------------------------------------------------------
 
 static void
@@ -1230,6 +1543,12 @@ static const test tests[] = {
 	T(future_then),
 	T(future_then_cancelled),
 	T(future_then_after_pool),
+	T(promise_set_from_thread),
+	T(promise_set_exception),
+	T(promise_broken),
+	T(promise_void_and_reference),
+	T(promise_then_and_when_all),
+	T(promise_moved_from_and_cancel),
 	T(token_cancels_queued),
 	T(token_running_and_misuse),
 	T(post_runs_and_reports),

@@ -3,7 +3,8 @@
  *
  * What lives here: heist::pool (RAII over heist_pool) and heist::pool_ref (a view of a
  * heist_pool the caller owns), submit and post of any callable with arguments,
- * heist::future<R> (a result or an exception, then, cancel), heist::cancel_token and
+ * heist::future<R> (a result or an exception, then, cancel), heist::promise<R> (a
+ * future the program completes, over heist_promise), heist::cancel_token and
  * heist::cancelled(), parallel loops and reductions (pool::for_each, pool::reduce,
  * pool::reduce_deterministic), fork-join with zero heap allocation (heist::join,
  * heist::task_group, pool::run), and dependent tasks: pool::submit_after (a task that
@@ -35,6 +36,8 @@
  *    and the first time an inline future is an input, one small block that keeps
  *    its C future for every dependent (a heap future's own block does that);
  *    task_graph::run: that, once per node, and one when_all.
+ *  - promise: one heap block shared by the promise and its future (the value or the
+ *    exception, and the C future), and the C library's job record.
  *  - graph::run: one heap block per run (its future's, which holds the run's first
  *    exception) and the C library's job record; nothing per node. graph::emplace,
  *    loop, subgraph: one block per node, once, owned by the graph.
@@ -524,11 +527,13 @@ struct result_base : state_base {
 	 * on the block keeps it, so that a dependent can read its code after the future
 	 * object is gone, and releases it with its last reference. */
 	std::atomic<heist_future *> shared{nullptr};
-	/* A graph run's block (heist::graph::run): the C future's int is the run's own
-	 * result, not "the job never ran": 0, code_side for the exception in error, or
-	 * a C code (ECANCELED, a loop's or a subgraph's error). Such a block has no job
-	 * reference (no trampoline of the C library's releases it): it keeps its C
-	 * future in shared from the start, and the future and the graph hold it. */
+	/* A graph run's block (heist::graph::run) or a promise's (heist::promise): the C
+	 * future's int is the run's or the promise's own result, not "the job never
+	 * ran": 0, code_side for the exception in error, or a C code (ECANCELED, a
+	 * loop's or a subgraph's error; a broken or cancelled promise's). Such a block
+	 * has no job reference (no trampoline of the C library's releases it): it keeps
+	 * its C future in shared from the start, and the future and the graph (or the
+	 * promise) hold it. */
 	bool coded = false;
 
 	~result_base() override
@@ -732,6 +737,8 @@ class graph;
 namespace detail {
 template <class U, class G, class R>
 struct cont_job;
+template <class R>
+class promise_base;
 
 /* A ticket when the int may not say it all: an exception, or a value colliding with
  * a reserved code. A noexcept callable returning void needs none; post needs none. */
@@ -840,7 +847,8 @@ cancelled() noexcept
  * The result of a submitted task: a value of type R (or nothing, for void), or the
  * exception the task threw, or its cancellation. Move-only; one owner at a time (as
  * std::future). The destructor releases the C future: a task whose future was
- * dropped still runs, and its result or exception is dropped.
+ * dropped still runs, and its result or exception is dropped. A heist::promise<R>
+ * makes one that the program completes instead of a task (get_future).
  */
 template <class R>
 class future {
@@ -969,6 +977,8 @@ private:
 	friend class graph;
 	template <class, class, class>
 	friend struct detail::cont_job;
+	template <class>
+	friend class detail::promise_base;
 
 	future(heist_future *f, detail::result_state<R> *s, detail::ticket t,
 	       detail::token_block *tok) noexcept
@@ -2146,6 +2156,243 @@ private:
 		return c;
 	}
 };
+
+/* ---------------------------------------------------------------------------------- */
+/* Promises: futures the program completes (std::promise, over heist_promise)         */
+
+namespace detail {
+
+/* The block a promise and its future share: the value or the exception, and the C
+ * future, which the block keeps from the start (coded, as a graph run's: the C
+ * future's int is the promise's own result, 0 for a value, code_side for the exception
+ * in error, ECANCELED for a broken promise or a cancelled future). Counted: the
+ * promise's reference and, once get_future() made it, the future's; either may go
+ * first. */
+template <class R>
+struct promise_state final : result_state<R> {
+	/* Set by the set_value or set_exception that writes the slot: two setters
+	 * never write it at once, and the second one throws. */
+	std::atomic<bool> claimed{false};
+
+	promise_state() noexcept : result_state<R>(1) { this->coded = true; }
+};
+
+/* What heist::promise<R> does for every R; its set_value forms are its own. */
+template <class R>
+class promise_base {
+public:
+	promise_base(const promise_base &) = delete;
+	promise_base &operator=(const promise_base &) = delete;
+
+	/**
+	 * The promise's future: get() waits for the set and returns the value or
+	 * rethrows the exception, and throws cancelled_error if the promise was broken.
+	 * It is a heist::future<R> like any other (then, cancel, when_all, submit_after),
+	 * and may outlive the promise. Once: a second call throws std::future_error
+	 * (future_already_retrieved), a moved-from promise std::future_error
+	 * (no_state). Any thread.
+	 */
+	[[nodiscard]] future<R>
+	get_future()
+	{
+		if (!p_)
+			throw std::future_error(std::future_errc::no_state);
+		if (retrieved_)
+			throw std::future_error(std::future_errc::future_already_retrieved);
+		retrieved_ = true;
+		s_->acquire();	/* the future's */
+		/* relaxed: set in the constructor, on this thread or before a move. */
+		return future<R>(s_->shared.load(std::memory_order_relaxed), s_, 0, nullptr);
+	}
+
+	/**
+	 * Complete the future with e: its get() rethrows it, and a continuation in the
+	 * value form (then) or a dependent task is skipped with it, as for a task that
+	 * threw. As set_value otherwise. Throws std::system_error (EINVAL) for a null e,
+	 * and as set_value; the promise is then still unset.
+	 */
+	void
+	set_exception(std::exception_ptr e)
+	{
+		if (p_ && !e)
+			throw_error(EINVAL, "heist::promise::set_exception");
+		complete(code_side, [&] { s_->error = std::move(e); });
+	}
+
+	/** Exchange two promises (their futures stay with their own). */
+	void
+	swap(promise_base &o) noexcept
+	{
+		std::swap(p_, o.p_);
+		std::swap(s_, o.s_);
+		std::swap(retrieved_, o.retrieved_);
+	}
+
+protected:
+	explicit promise_base(pool_ref pool)
+	{
+		std::unique_ptr<promise_state<R>> s(new promise_state<R>);
+		heist_future *f = nullptr;
+		int err = heist_promise_create(pool.native_handle(), &p_, &f);
+		if (err)
+			throw_error(err, "heist::promise");
+		/* relaxed: the block is ours alone until get_future() hands it on. */
+		s->shared.store(f, std::memory_order_relaxed);	/* the block keeps f */
+		s_ = s.release();
+	}
+	promise_base(promise_base &&o) noexcept
+		: p_(std::exchange(o.p_, nullptr)), s_(std::exchange(o.s_, nullptr)),
+		  retrieved_(std::exchange(o.retrieved_, false))
+	{
+	}
+	promise_base &
+	operator=(promise_base &&o) noexcept
+	{
+		promise_base moved(std::move(o));	/* not a cast: -Wuseless-cast */
+		moved.swap(*this);	/* moved breaks what this held, if unset */
+		return *this;
+	}
+	~promise_base()
+	{
+		if (!p_)
+			return;
+		heist_promise_release(p_);	/* unset: broken, its future cancelled */
+		s_->release();
+	}
+
+	/* Write the slot with write(), then set the C promise to code. What write() throws
+	 * leaves the promise unset. */
+	template <class W>
+	void
+	complete(int code, W &&write)
+	{
+		if (!p_)
+			throw std::future_error(std::future_errc::no_state);
+		bool expected = false;
+		/* acq_rel: a setter whose write threw gives the slot back (the release
+		 * store below); the next one's writes come after its own. */
+		if (!s_->claimed.compare_exchange_strong(expected, true,
+							 std::memory_order_acq_rel))
+			throw std::future_error(std::future_errc::promise_already_satisfied);
+		try {
+			write();
+		} catch (...) {
+			s_->claimed.store(false, std::memory_order_release);
+			throw;
+		}
+		/* Publishes the slot to whoever sees the future done (heist.h). ECANCELED:
+		 * the future was cancelled first, and nobody will read the slot; the block
+		 * ends what it holds with its last reference. EINVAL (set twice) cannot
+		 * happen past the claim. */
+		heist_promise_set(p_, code);
+	}
+
+	heist_promise *p_ = nullptr;
+	promise_state<R> *s_ = nullptr;
+	bool retrieved_ = false;
+};
+
+} // namespace detail
+
+/**
+ * The writing end of a heist::future<R> that no task completes, as std::promise is of
+ * std::future (heist_promise_create): the program sets a value or an exception once,
+ * from any thread (an I/O callback, another event loop, a std::thread), and the
+ * future is done: its waiters wake, its continuations are queued on the pool given
+ * here, and what the setter wrote before the set is visible to whoever sees the future
+ * done, as a task's writes are. Nothing of the promise runs on the pool. A worker
+ * waiting on the future follows heist_future_wait's rule (a spare thread stands in),
+ * so a task queued behind the waiter may be the one that sets it.
+ *
+ * Move-only. The destructor of a promise still unset breaks it: its future throws
+ * cancelled_error, as for a task cancelled before it ran, and its continuations, in
+ * either form, do not run: theirs throw cancelled_error too (heist_promise_release).
+ * A moved-from promise is empty: every call throws std::future_error (no_state), its
+ * destruction does nothing. get_future and a set may run on different threads at
+ * once, and so may two sets (one wins, the other throws std::future_error,
+ * promise_already_satisfied); a move or the destructor may not run beside any call.
+ * A future seen done does not mean that the set has returned: end the promise on the
+ * setting thread (move it there), or once that thread is joined or has said so. A set
+ * after the future was cancelled (future::cancel) is accepted and the value dropped:
+ * the future already throws cancelled_error. Storage: one heap block shared by the
+ * promise and its future (the value or the exception, and the C future), and the C
+ * library's job record.
+ */
+template <class R>
+class promise : public detail::promise_base<R> {
+public:
+	/** A promise whose future's continuations run on pool. Throws std::bad_alloc,
+	 *  std::system_error (EINVAL for an empty pool). */
+	explicit promise(pool_ref pool) : detail::promise_base<R>(pool) {}
+	promise(promise &&) noexcept = default;
+	/** Breaks the promise this held, if it was unset, then takes o's. */
+	promise &operator=(promise &&) noexcept = default;
+	~promise() = default;
+
+	/**
+	 * Complete the future with a copy (or a move) of v, then wake its waiters and
+	 * queue its continuations. Any thread, once. Throws std::future_error
+	 * (promise_already_satisfied) after a set, (no_state) on a moved-from promise,
+	 * and what copying or moving v throws; the promise is then unchanged.
+	 */
+	void
+	set_value(const R &v)
+	{
+		this->complete(0, [&] {
+			this->s_->value.set([&]() -> const R & { return v; });
+		});
+	}
+	/** set_value, moving v. */
+	void
+	set_value(R &&v)
+	{
+		this->complete(0, [&] {
+			this->s_->value.set([&]() -> R && { return std::move(v); });
+		});
+	}
+};
+
+/** A promise of a reference: its future's get() returns r itself. */
+template <class R>
+class promise<R &> : public detail::promise_base<R &> {
+public:
+	explicit promise(pool_ref pool) : detail::promise_base<R &>(pool) {}
+	promise(promise &&) noexcept = default;
+	promise &operator=(promise &&) noexcept = default;
+	~promise() = default;
+
+	/** Complete the future with r, which must outlive its use through the future. */
+	void
+	set_value(R &r)
+	{
+		this->complete(0, [&] { this->s_->value.set([&]() -> R & { return r; }); });
+	}
+};
+
+/** A promise of nothing: a signal, with an exception or a break as its failures. */
+template <>
+class promise<void> : public detail::promise_base<void> {
+public:
+	explicit promise(pool_ref pool) : detail::promise_base<void>(pool) {}
+	promise(promise &&) noexcept = default;
+	promise &operator=(promise &&) noexcept = default;
+	~promise() = default;
+
+	/** Complete the future; as promise<R>::set_value. */
+	void
+	set_value()
+	{
+		this->complete(0, [] {});
+	}
+};
+
+/** Exchange two promises. */
+template <class R>
+void
+swap(promise<R> &a, promise<R> &b) noexcept
+{
+	a.swap(b);
+}
 
 /* ---------------------------------------------------------------------------------- */
 /* when_all and task graphs                                                           */
