@@ -527,6 +527,7 @@ heist__worker_main(void *arg)
 	snprintf(name, sizeof(name), "%.*s%s", (int)(sizeof(name) - 1) - slen, pool->name,
 		 suffix);
 	heist__thread_name(name);
+	heist__thread_precise_timeouts();	/* a keeper wakes on time (timer.h) */
 	w->bind_error = heist__topology_bind(pool->topo, w->index);
 	/* release: publishes bind_error to heist_pool_create's acquire load. */
 	if (atomic_fetch_add_explicit(&pool->started, 1, memory_order_release) + 1 == pool->n)

@@ -99,6 +99,13 @@ void heist__thread_join(heist__thread t);
  * nothing where the system has no names. */
 void heist__thread_name(const char *name);
 
+/* Ask that the calling thread's timed waits end close to their deadlines (a worker,
+ * which may sleep as its pool's timer keeper, timer.h): Linux lowers the thread's timer
+ * slack (50 us by default, by which the kernel may defer a timed wake to batch it) to
+ * 1 ns; nothing elsewhere (Windows: the system timer's period bounds it, 15.6 ms unless
+ * some program has lowered it with timeBeginPeriod). */
+void heist__thread_precise_timeouts(void);
+
 /* Give the CPU to another runnable thread, if any. */
 void heist__thread_yield(void);
 

@@ -2,7 +2,7 @@
 /* linux/system.c - the parts of platform.h that Linux does its own way: the affinity
  * mask (sched_getaffinity, what taskset and cgroups' cpusets set) for the CPU count and
  * list, pthread_setaffinity_np for pinning, pthread_setname_np (15 bytes) for names,
- * and /proc/self/comm for the program's name. */
+ * prctl's timer slack for precise timeouts, and /proc/self/comm for the program's name. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 void
@@ -21,6 +22,14 @@ heist__thread_name(const char *name)
 	char short_name[16];	/* the kernel keeps 15 bytes and refuses more */
 	snprintf(short_name, sizeof(short_name), "%s", name);
 	pthread_setname_np(pthread_self(), short_name);
+}
+
+void
+heist__thread_precise_timeouts(void)
+{
+	int saved = errno;
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	errno = saved;
 }
 
 unsigned

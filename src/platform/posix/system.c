@@ -18,6 +18,11 @@ heist__thread_name(const char *name)
 	(void)name;
 }
 
+void
+heist__thread_precise_timeouts(void)
+{
+}
+
 unsigned
 heist__cpu_count(void)
 {

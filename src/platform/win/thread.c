@@ -92,6 +92,11 @@ set_description(void)
 }
 
 void
+heist__thread_precise_timeouts(void)
+{
+}
+
+void
 heist__thread_name(const char *name)
 {
 	set_description_fn fn = set_description();
