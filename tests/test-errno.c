@@ -95,6 +95,20 @@ calls_anywhere(heist_pool *pool)
 	KEEPS(heist_promise_release(p));
 	KEEPS(heist_future_release(f));
 
+	KEEPS(heist_now_ns());
+	KEEPS(heist_submit_delayed(pool, 100 * 1000, ret_int, NULL, &f));
+	KEEPS(heist_future_wait(f));			/* the keeper's timed sleep */
+	KEEPS(heist_future_release(f));
+	struct heist_timing every = {.period_ns = 50 * 1000};
+	KEEPS(heist_submit_timed(pool, &every, ret_int, (void *)1, &f));	/* ends at once */
+	KEEPS(heist_future_wait(f));
+	KEEPS(heist_future_release(f));
+	struct heist_timing bad = {.delay_ns = 1, .at_ns = 1};
+	KEEPS(heist_submit_timed(pool, &bad, ret_int, NULL, NULL));	/* EINVAL */
+	KEEPS(heist_submit_delayed(pool, 3600ull * 1000 * 1000 * 1000, ret_int, NULL, &f));
+	KEEPS(heist_future_cancel(f));
+	KEEPS(heist_future_release(f));
+
 	heist_cancel *c = NULL;
 	KEEPS(heist_cancel_create(&c));
 	KEEPS(heist_submit_cancellable(pool, c, slow_task, NULL, &f));

@@ -2,6 +2,7 @@
 /* torture.c - the edges of a pool's life, at random (issue 43): several pools per
  * round, outside threads that submit (plain, copied, with tokens, in groups), chain
  * continuations, when_alls and dependent tasks across pools, set and break promises,
+ * start timed and periodic tasks (cancelled or not, on pools about to be destroyed),
  * cancel, wait with and without timeouts, run loops, fork the process, and make
  * allocations fail; a pool of each round is destroyed while the other pools' workers
  * are still queueing continuations into it, and the rest with work still queued.
@@ -397,8 +398,8 @@ fork_and_check(struct player *p)
 
 /* The operations, and how many of 40 draws pick each. */
 enum op { SUBMIT, DERIVE, CANCEL, TIMED_WAIT, FIRE, GROUP, RUN, STARVE, FORK, TOKEN, GRAPH,
-	  PROMISE, OPS };
-static const unsigned char weight[OPS] = {9, 6, 3, 3, 4, 3, 2, 4, 1, 2, 2, 1};
+	  PROMISE, TIMER, OPS };
+static const unsigned char weight[OPS] = {8, 6, 3, 3, 4, 3, 2, 4, 1, 2, 2, 1, 1};
 
 static enum op
 draw(uint64_t *rng)
@@ -534,6 +535,91 @@ promise_round(struct player *p)
 	heist_future_release(f);
 }
 
+struct ticks {
+	atomic_int runs;
+	int stop_at;	/* the run that returns 6 */
+};
+
+static int
+tick_body(void *arg)
+{
+	struct ticks *t = arg;
+	return atomic_fetch_add(&t->runs, 1) + 1 == t->stop_at ? 6 : 0;
+}
+
+/* A timed task of a random pool (the doomed one too), due in 0-2 ms, once or periodic
+ * (every 100-400 us, ending with 6 on its 1st-4th run), maybe cancelled by its future
+ * at once or after a nap, with a continuation, waited for by a task of another pool.
+ * Once: 6 (it ran), ECANCELED (never ran) or ESHUTDOWN (its pool went first, never
+ * ran). Periodic: the same, never more runs than stop_at, and stop_at of them for 6. */
+static void
+timer_round(struct player *p)
+{
+	struct round *r = p->round;
+	unsigned pool_i = pick(&p->rng, POOLS), waiter_i = pick(&p->rng, DOOMED);
+	bool periodic = pick(&p->rng, 2), cancel = pick(&p->rng, 4) == 0;
+	bool late = pick(&p->rng, 2);
+	/* The rule of the file: a task waits for pools below its own, or for the doomed
+	 * one, whose threads never wait. A one-shot timer of its own pool too (a waiter
+	 * runs it itself once due); not a periodic one, which no waiter runs (heist.h):
+	 * on a pool without spares, its only worker waiting for it would wait forever. */
+	if (pool_i != DOOMED && (pool_i > waiter_i || (periodic && pool_i == waiter_i))) {
+		if (pool_i == waiter_i)
+			pool_i = waiter_i ? 0 : DOOMED;
+		else {
+			unsigned x = pool_i;
+			pool_i = waiter_i;
+			waiter_i = x;
+		}
+	}
+	struct ticks *t = malloc(sizeof(*t));	/* freed after the future is done */
+	if (!t)
+		return;
+	atomic_init(&t->runs, 0);
+	t->stop_at = periodic ? 1 + (int)pick(&p->rng, 4) : 1;
+	struct heist_timing when = {
+		.delay_ns = pick(&p->rng, 2000) * 1000,
+		.period_ns = periodic ? (100 + pick(&p->rng, 300)) * 1000 : 0,
+	};
+	heist_pool *pool = pool_i == DOOMED ? use_doomed(r) : r->pool[pool_i];
+	if (!pool) {
+		free(t);
+		return;
+	}
+	heist_future *f, *then = NULL, *waiter = NULL;
+	int err = heist_submit_timed(pool, &when, tick_body, t, &f);
+	if (pool_i == DOOMED)
+		done_with_doomed(r);
+	if (err) {
+		if (err != ESHUTDOWN || pool_i != DOOMED)
+			FAIL("submit_timed: %s", strerror(err));
+		free(t);
+		return;
+	}
+	if (heist_future_then(f, ret_value, (void *)(intptr_t)5, &then) ||
+	    heist_submit(r->pool[waiter_i], wait_promised, f, &waiter))
+		FAIL("then or submit on a timed future");
+	if (cancel) {
+		if (late)
+			nap(NAP_NS);
+		heist_future_cancel(f);
+	}
+	int v = waiter ? heist_future_wait(waiter) : heist_future_wait(f);
+	int runs = atomic_load(&t->runs);
+	if (v == 6 ? runs != t->stop_at
+		   : (v != ECANCELED && v != ESHUTDOWN) || runs >= t->stop_at ||
+			     (!periodic && runs))
+		FAIL("a %s timer: %d after %d runs (stops at %d)", periodic ? "periodic" : "timed",
+		     v, runs, t->stop_at);
+	v = then ? heist_future_wait(then) : 5;
+	if (v != 5 && v != ECANCELED && v != ESHUTDOWN)
+		FAIL("a continuation of a timer: %d", v);
+	heist_future_release(waiter);
+	heist_future_release(then);
+	heist_future_release(f);
+	free(t);
+}
+
 static void
 step(struct player *p)
 {
@@ -583,6 +669,9 @@ step(struct player *p)
 		break;
 	case PROMISE:
 		promise_round(p);
+		break;
+	case TIMER:
+		timer_round(p);
 		break;
 	default:
 		if (pick(&p->rng, 4) == 0)

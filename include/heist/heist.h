@@ -805,7 +805,11 @@ struct heist_timing {
  * starts once a worker is free, and may start late behind tasks that hold every
  * worker. Until it is due, no waiter runs it and heist_pool_wait_idle and
  * heist_pool_pending do not count it; a worker that waits for its future runs other
- * work or parks with a stand-in (the waiting rule).
+ * work or parks with a stand-in (the waiting rule), fires it when it is due and, if it
+ * is of its own pool, runs it. A periodic task is never run by a waiter of its future
+ * (each run puts it back in the heap): as for a promise, on a pool made with
+ * HEIST_SPARES_NONE a task that waits for one of its own pool's periodic tasks may
+ * wait forever once every worker waits so.
  * Periodic: the runs are on the grid of the first due time plus multiples of the
  * period, never two at once; a run that would start more than a period late is skipped
  * (the next starts on the grid), never made up in a burst. The future is done when a run
