@@ -217,7 +217,7 @@ run_again(struct heist_future *j)
 		 * firer queue it; a cancel racing us sets CANCEL_ASKED: the CAS sees it. */
 		while (!(s & FUT_CANCEL_ASKED))
 			if (atomic_compare_exchange_weak_explicit(&j->state, &s,
-								  (s & ~FUT_MASK) | FUT_QUEUED,
+								  (s & ~(uint32_t)FUT_MASK) | FUT_QUEUED,
 								  memory_order_release,
 								  memory_order_relaxed)) {
 				int err = heist__timer_repeat(j);
