@@ -47,7 +47,9 @@ enum {
  * REF_TIMED, a job made by heist_submit_timed, REF_UNQUEUED until it is due (timer.c);
  * REF_PERIODIC, one that comes back to the timer heap after each run, which only a
  * queue's taker may run, never a waiter (its run puts it back, and a queue entry it
- * left behind would run it again). */
+ * left behind would run it again); REF_HIGH or REF_LOW, a job of that priority
+ * (heist_priority), queued in the pool's queue of that priority, never on a deque
+ * (submit.c). The count below the flags has 22 bits. */
 #define REF_USER ((uint32_t)1 << 31)
 #define REF_HEAP ((uint32_t)1 << 30)
 #define REF_EPOCH ((uint32_t)1 << 29)
@@ -56,8 +58,11 @@ enum {
 #define REF_DEPS ((uint32_t)1 << 26)
 #define REF_TIMED ((uint32_t)1 << 25)
 #define REF_PERIODIC ((uint32_t)1 << 24)
-#define REF_FLAGS \
-	(REF_HEAP | REF_EPOCH | REF_UNQUEUED | REF_LENT | REF_DEPS | REF_TIMED | REF_PERIODIC)
+#define REF_HIGH ((uint32_t)1 << 23)
+#define REF_LOW ((uint32_t)1 << 22)
+#define REF_FLAGS                                                                          \
+	(REF_HEAP | REF_EPOCH | REF_UNQUEUED | REF_LENT | REF_DEPS | REF_TIMED | REF_PERIODIC | \
+	 REF_HIGH | REF_LOW)
 
 /* Something to do once a job is final (DONE or CANCELLED): a continuation to queue,
  * a when_all or a group to tell (then.c, group.c). Lives in the record or structure
@@ -170,6 +175,15 @@ heist__job_set_flag(struct heist_future *j, uint32_t flag, bool on)
 {
 	uint32_t r = atomic_load_explicit(&j->refs, memory_order_relaxed);
 	atomic_store_explicit(&j->refs, on ? r | flag : r & ~flag, memory_order_relaxed);
+}
+
+/* Before the job can be seen: give it priority p (a valid heist_priority). */
+static inline void
+heist__job_set_priority(struct heist_future *j, int p)
+{
+	heist__job_set_flag(j, REF_HIGH | REF_LOW, false);
+	if (p != HEIST_PRIORITY_NORMAL)
+		heist__job_set_flag(j, p > 0 ? REF_HIGH : REF_LOW, true);
 }
 
 /* Before the job is queued, while nobody else can see it: admit it in epoch e

@@ -229,6 +229,7 @@ heist__group_adopt(struct heist_group *g, struct heist_future *j)
 	 * them), so they need not count references to it, on a shared line. */
 	j->token = g->token;
 	heist__job_set_flag(j, REF_LENT, true);
+	heist__job_set_priority(j, atomic_load_explicit(&g->priority, memory_order_relaxed));
 	struct group_node *n = (struct group_node *)(void *)j->inline_copy;
 	*n = (struct group_node){{NULL, group_fire}, g};
 	heist__job_then(j, &n->then);	/* a new job: it cannot be final yet */
@@ -258,6 +259,7 @@ heist_group_create(heist_pool *pool, heist_group **out)
 	g->pool = pool;
 	g->lanes = lanes;
 	atomic_init(&g->error, 0);
+	atomic_init(&g->priority, HEIST_PRIORITY_NORMAL);
 	atomic_init(&g->sleepers, 0);
 	atomic_init(&g->wake_seq, 0);
 	atomic_init(&g->armed, 0);
@@ -284,6 +286,15 @@ heist_group_submit(heist_group *g, heist_fn fn, void *arg)
 	if (err)
 		heist__group_count_out(g);	/* the job was discarded, never fired */
 	return err;
+}
+
+HEIST_EXPORT int
+heist_group_set_priority(heist_group *g, int priority)
+{
+	if (!g || !heist__priority_valid(priority))
+		return EINVAL;
+	atomic_store_explicit(&g->priority, priority, memory_order_relaxed);
+	return 0;
 }
 
 /* Whether one of g's jobs is running on this thread's stack: the caller itself, or a

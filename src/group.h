@@ -30,6 +30,9 @@ struct heist_group {
 					   or heist_group_cancel requests it */
 	unsigned lanes;			/* the workers' lanes; lane[lanes] is the rest's */
 	_Atomic int error;		/* the first nonzero result, or 0 */
+	/* The priority of jobs adopted from now on (heist_group_set_priority).
+	 * relaxed: a setting, ordered with the submits by the caller. */
+	_Atomic int priority;
 	/* Sleeping, on a line of its own: read by every finisher, written only while
 	 * someone sleeps. Threads asleep in heist__group_sleep, or about to be: while
 	 * it is not 0, every finisher also counts down countdown (group.c argues it). */
@@ -50,8 +53,8 @@ void heist__group_count_out(struct heist_group *g);
  * a dependent task of a group keeps its own fields after it (then.c). */
 enum { GROUP_NODE_BYTES = 24 };
 
-/* Make j, a new job nobody else has seen, one of g's: it uses g's token, lent, and
- * counts out of g once it is final. Counted in now: the caller counts it out
+/* Make j, a new job nobody else has seen, one of g's: it uses g's token, lent, takes
+ * g's priority, and counts out of g once it is final. Counted in now: the caller counts it out
  * (heist__group_count_out) if j is then never queued nor made final. */
 void heist__group_adopt(struct heist_group *g, struct heist_future *j);
 

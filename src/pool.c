@@ -266,6 +266,8 @@ pool_new(unsigned n, unsigned spares, struct topology *topo, const struct heist_
 	pool->stack_size = cfg->stack_size ? cfg->stack_size : DEFAULT_STACK_SIZE;
 	snprintf(pool->name, sizeof(pool->name), "%s", cfg->name ? cfg->name : "heist");
 	heist__injector_init(&pool->injector, cfg->injector_limit);
+	heist__injector_init(&pool->high, cfg->injector_limit);
+	heist__injector_init(&pool->low, cfg->injector_limit);
 	pool->profile = HEIST_PROFILER && cfg->profile;
 	pool->profile_mask = profile_mask(cfg->profile_every);
 	pool->profile_samples = heist__profile_capacity(cfg->profile_buffer);
@@ -418,7 +420,10 @@ heist_pool_pending(const heist_pool *pool)
 	if (!pool)
 		return 0;
 	struct heist_pool *p = (struct heist_pool *)pool;
-	size_t n = atomic_load_explicit(&p->injector.depth, memory_order_relaxed);
+	/* relaxed: a count for the caller, stale as soon as it is read. */
+	size_t n = atomic_load_explicit(&p->injector.depth, memory_order_relaxed) +
+		   atomic_load_explicit(&p->high.depth, memory_order_relaxed) +
+		   atomic_load_explicit(&p->low.depth, memory_order_relaxed);
 	for (unsigned i = 0, slots = heist__pool_slots_used(p); i < slots; i++)
 		n += heist__deque_size(&p->workers[i].dq);
 	return n;

@@ -43,7 +43,10 @@ struct heist_pool {
 	_Atomic uint32_t started;	/* workers past their start-up; create waits */
 	unsigned gen;			/* the fork generation it was made in (inherit.h) */
 
-	struct injector injector;
+	struct injector injector;	/* normal priority, from outside the pool */
+	/* High and low priority, from any thread (heist_priority): a worker takes one
+	 * task at a time from them, high before anything, low after a steal. */
+	struct injector high, low;
 	struct sleep sleep;
 	struct timers timers;		/* tasks due later (timer.h) */
 	struct spares spares;
@@ -133,5 +136,22 @@ int heist__pool_enter_if_alive(struct heist_pool *pool, unsigned *epoch);
 
 /* Set up slot i's record: its deque, its profile buffer, its victims. 0 or ENOMEM. */
 int heist__pool_slot_init(struct heist_pool *pool, unsigned i);
+
+
+/* The queue of a priority other than normal: the pool's high or low one. */
+static inline struct injector *
+heist__pool_prio_queue(struct heist_pool *pool, int priority)
+{
+	return priority > 0 ? &pool->high : &pool->low;
+}
+
+/* Tasks queued in the pool's three queues. seq_cst: the sleep protocol's last look
+ * (sleep.c), as heist__injector_depth; elsewhere a hint. */
+static inline size_t
+heist__pool_queued(struct heist_pool *pool)
+{
+	return heist__injector_depth(&pool->injector) + heist__injector_depth(&pool->high) +
+	       heist__injector_depth(&pool->low);
+}
 
 #endif

@@ -258,8 +258,19 @@ heist_pool_wait_idle(heist_pool *pool)
 	return 0;
 }
 
-/* Queue j, admitted in epoch e (by the caller's enter), in the injector. shared: j is
- * a continuation, whose future others may hold already. */
+/* The queue of j's priority (heist_priority) if it has one, else NULL: normal. Its
+ * flags were set before anyone else could see it (relaxed, as they were stored). */
+static struct injector *
+prio_queue(struct heist_pool *pool, const struct heist_future *j)
+{
+	uint32_t r = atomic_load_explicit((_Atomic uint32_t *)&j->refs, memory_order_relaxed);
+	if (r & REF_HIGH)
+		return &pool->high;
+	return r & REF_LOW ? &pool->low : NULL;
+}
+
+/* Queue j, admitted in epoch e (by the caller's enter), in the injector of its
+ * priority. shared: j is a continuation, whose future others may hold already. */
 static void
 push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool shared)
 {
@@ -267,8 +278,11 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 		heist__job_admit_shared(j, e);
 	else
 		heist__job_set_epoch(j, e);
-	heist__injector_reserve(&pool->injector);
-	heist__injector_push(&pool->injector, &j->task);
+	struct injector *q = prio_queue(pool, j);
+	if (!q)
+		q = &pool->injector;
+	heist__injector_reserve(q);
+	heist__injector_push(q, &j->task);
 	heist__sleep_notify_job(&pool->sleep);
 	/* j may have run and been waited for since the push, and the pool be in
 	 * destroy: it waited for this hold, taken at our enter (5). */
@@ -285,8 +299,10 @@ counted_worker(struct heist_pool *pool)
 }
 
 /* Push j, counted in the epoch of w's current work (w->cur_epoch), on w's deque (or,
- * from the guest slot, the injector: the guest's deque is nobody's once it leaves).
- * shared: as for push_outside. */
+ * from the guest slot, the injector: the guest's deque is nobody's once it leaves; or
+ * the queue of j's priority, if it has one, which every worker looks at first or
+ * last). shared: as for push_outside. Queues other than the deque are filled
+ * without their limit: a worker must not wait for room that only workers make. */
 static int
 queue_local(struct worker *w, struct heist_future *j, bool shared)
 {
@@ -298,8 +314,9 @@ queue_local(struct worker *w, struct heist_future *j, bool shared)
 		heist__job_set_epoch(j, e);
 	/* relaxed: (3). */
 	atomic_fetch_add_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
-	if (heist__worker_is_guest(w)) {
-		heist__injector_requeue(&pool->injector, &j->task);
+	struct injector *q = prio_queue(pool, j);
+	if (q || heist__worker_is_guest(w)) {
+		heist__injector_requeue(q ? q : &pool->injector, &j->task);
 		heist__sleep_notify_job(&pool->sleep);
 		return 0;
 	}
@@ -350,7 +367,8 @@ heist__submit_fired(struct heist_future *j)
 	/* As push_outside, but never held up by the injector's limit: the firer may
 	 * be a worker, which must not wait for room that only workers make. */
 	heist__job_admit_shared(j, e);
-	heist__injector_requeue(&pool->injector, &j->task);
+	struct injector *q = prio_queue(pool, j);
+	heist__injector_requeue(q ? q : &pool->injector, &j->task);
 	heist__sleep_notify_job(&pool->sleep);
 	heist__pool_unhold(pool);
 	return 0;
@@ -385,10 +403,9 @@ heist__submit_job(struct heist_pool *pool, struct heist_future *j, heist_future 
 	return 0;
 }
 
-/* A new job for fn(arg), holding a reference to token if there is one, queued. */
-static int
-submit_new(heist_pool *pool, heist_fn fn, void *arg, heist_cancel *token,
-	   heist_future **out)
+int
+heist__submit_new(heist_pool *pool, heist_fn fn, void *arg, heist_cancel *token,
+		  int priority, heist_future **out)
 {
 	struct heist_future *j = heist__job_new(fn, arg, out != NULL);
 	if (!j)
@@ -397,6 +414,7 @@ submit_new(heist_pool *pool, heist_fn fn, void *arg, heist_cancel *token,
 		heist__cancel_acquire(token);
 		j->token = token;
 	}
+	heist__job_set_priority(j, priority);
 	return heist__submit_job(pool, j, out);
 }
 
@@ -407,7 +425,24 @@ heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_future **out)
 		*out = NULL;
 	if (!pool || !fn)
 		return EINVAL;
-	return submit_new(pool, fn, arg, NULL, out);
+	return heist__submit_new(pool, fn, arg, NULL, HEIST_PRIORITY_NORMAL, out);
+}
+
+bool
+heist__priority_valid(int priority)
+{
+	return priority >= HEIST_PRIORITY_LOW && priority <= HEIST_PRIORITY_HIGH;
+}
+
+HEIST_EXPORT int
+heist_submit_priority(heist_pool *pool, int priority, heist_fn fn, void *arg,
+		      heist_future **out)
+{
+	if (out)
+		*out = NULL;
+	if (!pool || !fn || !heist__priority_valid(priority))
+		return EINVAL;
+	return heist__submit_new(pool, fn, arg, NULL, priority, out);
 }
 
 HEIST_EXPORT int
@@ -418,7 +453,7 @@ heist_submit_cancellable(heist_pool *pool, heist_cancel *c, heist_fn fn, void *a
 		*out = NULL;
 	if (!pool || !fn || !c)
 		return EINVAL;
-	return submit_new(pool, fn, arg, c, out);
+	return heist__submit_new(pool, fn, arg, c, HEIST_PRIORITY_NORMAL, out);
 }
 
 HEIST_EXPORT int

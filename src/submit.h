@@ -7,6 +7,7 @@
 #ifndef HEIST_SUBMIT_H
 #define HEIST_SUBMIT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "heist/heist.h"
@@ -57,5 +58,13 @@ int heist__submit_continuation(struct heist_future *c);
  * being destroyed refuses it (ESHUTDOWN) rather than drain without it. j may hold its
  * future already (heist__job_admit_shared). Returns 0 or ESHUTDOWN (j not queued). */
 int heist__submit_fired(struct heist_future *j);
+
+/* A new job for fn(arg) at priority (a valid heist_priority), holding a reference to
+ * token if there is one, queued: heist_submit's work, with out as there. */
+int heist__submit_new(heist_pool *pool, heist_fn fn, void *arg, heist_cancel *token,
+		      int priority, heist_future **out);
+
+/* Whether priority is one of enum heist_priority's. */
+bool heist__priority_valid(int priority);
 
 #endif

@@ -400,7 +400,8 @@ after_check(heist_pool **pool, heist_future *const *inputs, size_t n, heist_fn f
 	if (!*pool && opt->group)
 		*pool = opt->group->pool;
 	if (!*pool || !fn || !futures_valid(inputs, n) || (opt->flags & ~HEIST_AFTER_ALWAYS) ||
-	    (opt->group && (opt->group->pool != *pool || opt->cancel)))
+	    (opt->group && (opt->group->pool != *pool || opt->cancel)) ||
+	    !heist__priority_valid(opt->priority))
 		return EINVAL;
 	return 0;
 }
@@ -460,6 +461,8 @@ heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heis
 			d->token = opt->cancel;
 		}
 	}
+	if (opt && opt->priority != HEIST_PRIORITY_NORMAL)
+		heist__job_set_priority(d, opt->priority);	/* over the group's */
 	uint32_t flags = opt ? opt->flags : 0;
 	if (out)
 		*out = d;

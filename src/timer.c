@@ -354,6 +354,7 @@ timed_new(heist_pool *pool, const struct heist_timing *when, heist_fn fn, void *
 	timed_of(j)->period_ns = when->period_ns;
 	heist__job_set_flag(j, REF_UNQUEUED | REF_TIMED | (when->period_ns ? REF_PERIODIC : 0),
 			    true);
+	heist__job_set_priority(j, when->priority);
 	return j;
 }
 
@@ -363,13 +364,13 @@ heist_submit_timed(heist_pool *pool, const struct heist_timing *when, heist_fn f
 {
 	if (out)
 		*out = NULL;
-	if (!pool || !when || !fn || (when->at_ns && when->delay_ns))
+	if (!pool || !when || !fn || (when->at_ns && when->delay_ns) ||
+	    !heist__priority_valid(when->priority))
 		return EINVAL;
 	uint64_t now = heist__now_ns();
 	uint64_t due = when->at_ns ? when->at_ns : heist__deadline_after(when->delay_ns);
 	if (due <= now && !when->period_ns)
-		return when->cancel ? heist_submit_cancellable(pool, when->cancel, fn, arg, out)
-				    : heist_submit(pool, fn, arg, out);
+		return heist__submit_new(pool, fn, arg, when->cancel, when->priority, out);
 	struct heist_future *j = timed_new(pool, when, fn, arg, out != NULL);
 	if (!j)
 		return ENOMEM;

@@ -543,7 +543,10 @@ help_group(struct worker *w, struct heist_group *g, bool deep, struct to_run *td
 	if (!deep)
 		return false;
 	struct group_match m = {g, NULL};
-	if (!heist__injector_find(&w->pool->injector, queued_of_group, &m))
+	struct heist_pool *pool = w->pool;
+	if (!heist__injector_find(&pool->high, queued_of_group, &m) &&
+	    !heist__injector_find(&pool->injector, queued_of_group, &m) &&
+	    !heist__injector_find(&pool->low, queued_of_group, &m))
 		return false;	/* its other jobs: we cannot tell where (stuck) */
 	td->claim = m.found;
 	td->claim_held = true;
@@ -683,12 +686,19 @@ static bool
 drop_taken(struct worker *w, bool own_deque)
 {
 	struct task *t;
-	bool busy;
-	while ((t = heist__injector_take_if(&w->pool->injector, taken_already, NULL, &busy))) {
-		/* Counted as a take, so that heist__pool_progress (depth + takes) only
-		 * grows: a drop and a new submission must not look like no change. */
-		counter_add(&w->stats.injector_pops, 1);
-		heist__worker_run(w, t);
+	struct heist_pool *pool = w->pool;
+	struct injector *queues[] = {&pool->high, &pool->injector, &pool->low};
+	bool busy_any = false;
+	for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
+		bool busy;
+		while ((t = heist__injector_take_if(queues[i], taken_already, NULL, &busy))) {
+			/* Counted as a take, so that heist__pool_progress (depth +
+			 * takes) only grows: a drop and a new submission must not
+			 * look like no change. */
+			counter_add(&w->stats.injector_pops, 1);
+			heist__worker_run(w, t);
+		}
+		busy_any |= busy;
 	}
 	while (own_deque && (t = heist__deque_pop(&w->dq))) {
 		if (!taken_already(NULL, t)) {
@@ -697,7 +707,7 @@ drop_taken(struct worker *w, bool own_deque)
 		}
 		heist__worker_run(w, t);
 	}
-	return !busy;
+	return !busy_any;
 }
 
 /* Whether a parked thread should ask for a spare: only when there is work it leaves

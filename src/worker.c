@@ -66,6 +66,8 @@ static_assert(HEIST__LINE == CACHE_LINE, "heist/inline.h: the line stride");
 
 enum {
 	BATCH_MAX = 32,		/* injector tasks taken at once */
+	LOW_EVERY = 64,		/* a look at the low queue at least every LOW_EVERY
+				   tasks (heist.h, enum heist_priority: its bound) */
 };
 
 void
@@ -173,25 +175,26 @@ heist__worker_run(struct worker *w, struct task *t)
 		heist__futex_wake(&t->state, 1);
 }
 
-/* Take a batch from the injector: run the first, queue the rest (publicly, so the
- * other workers can share it). */
+/* Take a batch from queue q (the normal injector; batch_max 1 for the queues of the
+ * other priorities, whose tasks must not wait on a deque where the priority is not
+ * seen): run the first, queue the rest (publicly, so the other workers can share it). */
 static struct task *
-take_injector(struct worker *w)
+take_queue(struct worker *w, struct injector *q, size_t batch_max)
 {
 	struct heist_pool *pool = w->pool;
 	struct task *batch[BATCH_MAX];
 	/* relaxed: a hint; heist__injector_take decides. A guest takes no batch: it
 	 * would leave the rest in a deque that no thread owns after the guest leaves. */
-	size_t depth = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed);
+	size_t depth = atomic_load_explicit(&q->depth, memory_order_relaxed);
 	if (!depth || heist__worker_is_guest(w))
 		return NULL;
 	/* A spare takes one at a time: it stands in, it does not share out batches,
 	 * and what it would push on its deque a waiter may claim there meanwhile,
 	 * leaving an entry that passes for work (wait.c, drop_taken). */
 	size_t want = heist__worker_is_spare(w) ? 1 : depth / pool->n + 1;
-	if (want > BATCH_MAX)
-		want = BATCH_MAX;
-	size_t k = heist__injector_take(&pool->injector, batch, want);
+	if (want > batch_max)
+		want = batch_max;
+	size_t k = heist__injector_take(q, batch, want);
 	if (!k)
 		return NULL;
 	if (heist__worker_is_spare(w) && !w->stand_in_owed &&
@@ -200,7 +203,7 @@ take_injector(struct worker *w)
 		 * whatever the submitter saw: a worker that has stopped waiting since
 		 * no longer needs us, and gets these. */
 		for (size_t i = 0; i < k; i++)
-			heist__injector_requeue(&pool->injector, batch[i]);
+			heist__injector_requeue(q, batch[i]);
 		heist__sleep_notify(&pool->sleep);
 		return NULL;
 	}
@@ -224,13 +227,40 @@ take_injector(struct worker *w)
 	return batch[0];
 }
 
+static struct task *
+take_injector(struct worker *w)
+{
+	return take_queue(w, &w->pool->injector, BATCH_MAX);
+}
+
+/* The oldest low task, and the count of tasks since the last look starts again. */
+static struct task *
+take_low(struct worker *w)
+{
+	w->since_low = 0;
+	return take_queue(w, &w->pool->low, 1);
+}
+
+/* Before the worker's own deque: the oldest high task, or, once in LOW_EVERY tasks,
+ * the oldest low one (the starvation bound). relaxed: a hint, as take_queue's. */
+static inline struct task *
+take_first(struct worker *w)
+{
+	struct task *t;
+	if (unlikely(++w->since_low >= LOW_EVERY) && (t = take_low(w)))
+		return t;	/* first: a stream of high tasks must not starve it */
+	if (unlikely(atomic_load_explicit(&w->pool->high.depth, memory_order_relaxed)))
+		return take_queue(w, &w->pool->high, 1);
+	return NULL;
+}
+
 bool
 heist__pool_work_visible(struct heist_pool *pool)
 {
 	/* seq_cst fence: orders our looks after the state RMW of stop_search, against
 	 * a notifier's seq_cst publish that saw us searching (sleep.h). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (heist__injector_depth(&pool->injector))
+	if (heist__pool_queued(pool))
 		return true;
 	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n; i++)
 		if (heist__deque_has_public(&pool->workers[i].dq))
@@ -244,7 +274,9 @@ heist__pool_progress(struct heist_pool *pool)
 	/* The injector's depth plus every take from it counts its submissions, which
 	 * only grow (every take is counted in injector_pops). relaxed: counters
 	 * (internal.h); a stale sum costs one more round of votes. */
-	uint64_t sum = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed);
+	uint64_t sum = atomic_load_explicit(&pool->injector.depth, memory_order_relaxed) +
+		       atomic_load_explicit(&pool->high.depth, memory_order_relaxed) +
+		       atomic_load_explicit(&pool->low.depth, memory_order_relaxed);
 	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n; i++) {
 		const struct worker *w = &pool->workers[i];
 		sum += counter_read(&w->stats.executed) + counter_read(&w->stats.pairs) +
@@ -266,7 +298,7 @@ stop_searching(struct heist_pool *pool)
 static bool
 work_visible(struct heist_pool *pool)
 {
-	bool found = heist__injector_depth(&pool->injector) != 0 ||
+	bool found = heist__pool_queued(pool) != 0 ||
 		     atomic_load_explicit(&pool->stop, memory_order_seq_cst);
 	for (unsigned i = 0, n = heist__pool_slots_used(pool); i < n && !found; i++) {
 		struct deque *dq = &pool->workers[i].dq;
@@ -422,7 +454,10 @@ static struct task *search(struct worker *w);
 static struct task *
 next_task(struct worker *w)
 {
-	struct task *t = heist__worker_pop(w);
+	struct task *t = take_first(w);
+	if (t)
+		return t;
+	t = heist__worker_pop(w);
 	if (t) {
 		heist__worker_took(w, HEIST_PATH_OWN, t, false);
 		return t;
@@ -430,8 +465,11 @@ next_task(struct worker *w)
 	heist__worker_flush_done(w);
 	if (loop_done(w))
 		return NULL;
-	if (heist__timers_due(&w->pool->timers))
-		heist__timers_fire(w->pool);	/* into the injector, taken next */
+	if (heist__timers_due(&w->pool->timers)) {
+		heist__timers_fire(w->pool);	/* into the queues, taken next */
+		if ((t = take_queue(w, &w->pool->high, 1)))
+			return t;
+	}
 	if ((t = take_injector(w)))
 		return t;
 	return search(w);
@@ -455,9 +493,13 @@ search(struct worker *w)
 			}
 			if (heist__timers_due(&pool->timers))
 				heist__timers_fire(pool);
-			t = take_injector(w);
+			t = take_queue(w, &pool->high, 1);
+			if (!t)
+				t = take_injector(w);
 			if (!t && (t = heist__steal_round(w)))
 				heist__worker_took(w, HEIST_PATH_STOLEN, t, true);
+			if (!t)
+				t = take_low(w);
 			if (t) {
 				if (idle_since)
 					idle_arrival(pool, heist__now_ns());

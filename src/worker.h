@@ -48,6 +48,7 @@ struct worker {
 					   subtracted from pool->live */
 	bool in_hook;			/* in on_worker_start/stop: no work is counted */
 	unsigned in_body;		/* loop bodies this thread is inside (foreach.c) */
+	unsigned since_low;		/* tasks taken since the low queue's last look */
 	/* The profiler: how the task this thread runs next reached it, set by whoever
 	 * took it (heist__worker_took) and read when the run starts. */
 	struct heist__run_from run_from;

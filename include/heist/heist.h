@@ -425,6 +425,43 @@ HEIST_EXPORT int heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_fu
 HEIST_EXPORT int heist_submit_copy(heist_pool *pool, heist_fn fn, const void *arg,
 				   size_t size, heist_future **out);
 
+/** How soon a queued task runs beside other queued tasks (heist_submit_priority, and
+ * the priority fields of groups, dependent and timed tasks). Zero, the default of every
+ * zero-filled struct, is normal.
+ *
+ * Each pool keeps one queue per priority. A worker, whenever it is between two tasks,
+ * takes the oldest high task first (before its own deque); then its own deque and the
+ * normal queue, as heist_submit's tasks; then what it can steal; only then the oldest
+ * low task. So a high task waits for no queued task of lower priority: it starts as
+ * soon as any worker finishes what it is running (a task, not a whole loop: a worker
+ * inside a heist_for_each or a fork-join computation reaches "between two tasks" only
+ * when that returns). Starvation bound: a worker that has started 64 tasks since it
+ * last looked at the low queue takes the oldest low task next, if one waits, so low
+ * tasks advance even under an endless stream of other work (the oldest waits for at
+ * most 64 task starts of a worker). Within a priority, tasks queued from outside start
+ * in the order they were queued.
+ * No inversion through waits: a thread that waits for a future runs only what that
+ * future needs (heist_future_wait), so a high task that waits for a low one runs it
+ * at once if it is still queued (priority inheritance), and a waiter never picks
+ * unrelated low work. A task of high or low priority never goes on a worker's own
+ * deque (even when submitted from a worker, where normal tasks do), so every worker
+ * sees it; fork-join spawns are not prioritised and keep their inline paths.
+ * injector_limit bounds each queue on its own. */
+enum heist_priority {
+	HEIST_PRIORITY_LOW = -1,
+	HEIST_PRIORITY_NORMAL = 0,
+	HEIST_PRIORITY_HIGH = 1,
+};
+
+/**
+ * heist_submit at a priority (enum heist_priority): fn(arg) is queued in the pool's
+ * queue of that priority. HEIST_PRIORITY_NORMAL is heist_submit exactly.
+ * @returns as heist_submit; EINVAL also for a priority that is not one of the three.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_submit_priority(heist_pool *pool, int priority, heist_fn fn,
+				       void *arg, heist_future **out);
+
 /**
  * Wait until a future's task has finished or was cancelled.
  * @param[in] f  The future; the caller still owns it and releases it later.
@@ -638,6 +675,16 @@ HEIST_EXPORT int heist_group_create(heist_pool *pool, heist_group **out);
 HEIST_EXPORT int heist_group_submit(heist_group *g, heist_fn fn, void *arg);
 
 /**
+ * Set the priority (enum heist_priority) of the tasks submitted to the group from now
+ * on, by heist_group_submit and as dependent tasks of the group (heist_after.priority
+ * overrides it when not normal); tasks already queued keep theirs. A new group's is
+ * HEIST_PRIORITY_NORMAL. The caller orders the call with the submits it should affect.
+ * @returns 0; EINVAL if g is NULL or priority is not one of the three.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_group_set_priority(heist_group *g, int priority);
+
+/**
  * Wait until every task submitted to the group so far, and every task they submit to
  * it, has finished. What they wrote is visible to the caller once it returns. On a
  * worker of the group's pool it runs the group's tasks it finds at the bottom of its
@@ -697,6 +744,8 @@ struct heist_after {
 				   wait covers it from the call on, and its result is one
 				   of the group's (the group's first error cancels it) */
 	unsigned flags;		/* 0, or HEIST_AFTER_ALWAYS */
+	int priority;		/* enum heist_priority, once runnable; normal (0): the
+				   group's, if it has one (heist_group_set_priority) */
 };
 
 /**
@@ -724,7 +773,7 @@ struct heist_after {
  * @param[out] out  Receives the task's future, or NULL for fire-and-forget.
  * @returns 0; EINVAL if fn is NULL, there is no pool, inputs is NULL with n > 0 or holds
  *          a NULL, opt->group's pool is not pool, opt has both a token and a group, or
- *          opt->flags has an unknown bit; ENOMEM; ESHUTDOWN if every input is done and
+ *          opt->flags has an unknown bit or opt->priority is not a heist_priority; ENOMEM; ESHUTDOWN if every input is done and
  *          the pool is destroyed or being destroyed (nothing was queued).
  * @since 0.2
  */
@@ -795,6 +844,7 @@ struct heist_timing {
 	uint64_t at_ns;		/* due at this heist_now_ns() time (0: use delay_ns) */
 	uint64_t period_ns;	/* 0: run once; else run again every period_ns */
 	heist_cancel *cancel;	/* a token that cancels it (a reference is taken), or NULL */
+	int priority;		/* enum heist_priority, once due (0: normal) */
 };
 
 /**
@@ -823,7 +873,8 @@ struct heist_timing {
  * @param[in] when  When it is due, its period and token; not NULL.
  * @param[out] out  Receives its future, or NULL for fire-and-forget (a periodic task
  *                  is then stopped only by its token, a nonzero result, or destroy).
- * @returns 0; EINVAL if pool, when or fn is NULL, or when has both at_ns and delay_ns;
+ * @returns 0; EINVAL if pool, when or fn is NULL, when has both at_ns and delay_ns, or
+ *          when->priority is not a heist_priority;
  *          ENOMEM; ESHUTDOWN once the pool's destroy has begun.
  * @since 0.2
  */
