@@ -24,7 +24,7 @@ enum { NWORKLOADS = sizeof workloads / sizeof workloads[0] };
 enum { INSTR_FIB_N = 27 };	/* --instructions: W1 at fib(27), issue 12's size */
 
 /* Every name --only accepts, in order: the workloads' size names once each (W2's two
- * sizes are both "W2"), then "W9", "timers" and "idle". Returns how many. */
+ * sizes are both "W2"), then "W9", "W11", "timers" and "idle". Returns how many. */
 static size_t
 workload_names(const char **names, size_t max)
 {
@@ -37,6 +37,8 @@ workload_names(const char **names, size_t max)
 		}
 	if (n < max)
 		names[n++] = "W9";
+	if (n < max)
+		names[n++] = "W11";
 	if (n < max)
 		names[n++] = "timers";
 	if (n < max)
@@ -221,6 +223,7 @@ main(int argc, char **argv)
 	bench_run(&o, workloads, NWORKLOADS);
 	light_load(&o);
 	timer_load(&o);
+	prio_load(&o);
 	idle_cpu(&o);
 
 #ifdef HEIST_BENCH_TBB

@@ -40,5 +40,7 @@ void light_load(const struct bench_opts *o);
 /* timers: timed tasks due at 1,000/s with 100,000 timers pending; idle CPU with and
  * without them (w_timer.c). */
 void timer_load(const struct bench_opts *o);
+/* W11: a high-priority stream on an idle pool and through a low flood (w_prio.c). */
+void prio_load(const struct bench_opts *o);
 
 #endif /* HEIST_BENCH_WORKLOADS_H */
