@@ -216,9 +216,15 @@ submit_one(struct player *p)
 	*j = (struct job){.round = r, .pool = (int)pick(&p->rng, DOOMED),
 			  .value = 1000 + (int)pick(&p->rng, 1000)};	/* no errno value */
 	int err;
-	switch (pick(&p->rng, 3)) {
+	switch (pick(&p->rng, 4)) {
 	case 0:
 		err = heist_submit(r->pool[j->pool], job_body, j, &j->f);
+		break;
+	case 3:	/* high or low: the pool's other queues */
+		err = heist_submit_priority(r->pool[j->pool],
+					    pick(&p->rng, 2) ? HEIST_PRIORITY_HIGH
+							     : HEIST_PRIORITY_LOW,
+					    job_body, j, &j->f);
 		break;
 	case 1: {	/* the copy holds the job's address */
 		struct job *copy = j;
