@@ -8,10 +8,12 @@
  * hungry workers costs one check per grain. */
 #include <errno.h>
 
+#include "future.h"
 #include "inherit.h"
 #include "pool.h"
 #include "probe.h"
 #include "split.h"
+#include "submit.h"
 
 /* The automatic grain: n / (workers x AUTO_CHUNKS_PER_WORKER), at most AUTO_GRAIN_MAX;
  * or n / NESTED_CHUNKS for a nested loop, one started inside another loop's body or on
@@ -229,14 +231,30 @@ run_bulk(void *p)
 }
 
 HEIST_EXPORT int
-heist_submit_bulk(heist_pool *pool, size_t begin, size_t end, size_t grain,
-		  heist_range_fn body, void *arg, heist_future **out)
+heist_submit_bulk_priority(heist_pool *pool, int priority, size_t begin, size_t end,
+			   size_t grain, heist_range_fn body, void *arg, heist_future **out)
 {
 	if (out)
 		*out = NULL;
-	if (!pool || !body || begin > end)
+	if (!pool || !body || begin > end || !heist__priority_valid(priority))
 		return EINVAL;
 	struct bulk b = {body, arg, grain ? grain : auto_grain(end - begin, pool->n, false),
 			 begin, end};
-	return heist_submit_copy(pool, run_bulk, &b, sizeof(b), out);
+	struct heist_future *j = heist__job_new(run_bulk, NULL, out != NULL);
+	if (!j)
+		return ENOMEM;
+	if (heist__job_copy_arg(j, &b, sizeof(b))) {	/* inline: 40 bytes */
+		heist__job_discard(j);
+		return ENOMEM;
+	}
+	heist__job_set_priority(j, priority);
+	return heist__submit_job(pool, j, out);
+}
+
+HEIST_EXPORT int
+heist_submit_bulk(heist_pool *pool, size_t begin, size_t end, size_t grain,
+		  heist_range_fn body, void *arg, heist_future **out)
+{
+	return heist_submit_bulk_priority(pool, HEIST_PRIORITY_NORMAL, begin, end, grain, body,
+					  arg, out);
 }

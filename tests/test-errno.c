@@ -109,6 +109,15 @@ calls_anywhere(heist_pool *pool)
 	KEEPS(heist_future_cancel(f));
 	KEEPS(heist_future_release(f));
 
+	KEEPS(heist_submit_priority(pool, HEIST_PRIORITY_HIGH, ret_int, NULL, &f));
+	KEEPS(heist_future_wait(f));
+	KEEPS(heist_future_release(f));
+	KEEPS(heist_submit_priority(pool, 7, ret_int, NULL, NULL));	/* EINVAL */
+	KEEPS(heist_submit_bulk_priority(pool, HEIST_PRIORITY_LOW, 0, 100, 0, body, NULL,
+					 &f));
+	KEEPS(heist_future_wait(f));
+	KEEPS(heist_future_release(f));
+
 	heist_cancel *c = NULL;
 	KEEPS(heist_cancel_create(&c));
 	KEEPS(heist_submit_cancellable(pool, c, slow_task, NULL, &f));
@@ -121,6 +130,7 @@ calls_anywhere(heist_pool *pool)
 
 	heist_group *grp = NULL;
 	KEEPS(heist_group_create(pool, &grp));
+	KEEPS(heist_group_set_priority(grp, HEIST_PRIORITY_LOW));
 	for (int i = 0; i < 4; i++)
 		KEEPS(heist_group_submit(grp, slow_task, NULL));
 	KEEPS(heist_group_wait(grp));

@@ -4,7 +4,7 @@
  * thread (a high task submitted by a task goes ahead of that worker's own deque);
  * low tasks start last but are never starved, under a stream of normal or of high
  * work (the bound of heist.h: a look at the low queue every 64 task starts); groups,
- * dependent tasks and timed tasks carry their priority into the queue; a high task
+ * bulk loops, dependent tasks and timed tasks carry their priority into the queue; a high task
  * waiting for a queued low one runs it at once (no inversion); every task of every
  * priority runs once, from many threads, through destroy and heist_pool_wait_idle;
  * heist_pool_pending counts them; bad input. Order is checked on one-worker pools
@@ -229,6 +229,47 @@ a_group_of_high_priority_goes_first(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A bulk loop's body records each element's start. */
+static int
+bulk_body(void *arg, size_t begin, size_t end)
+{
+	struct job *j = arg;
+	for (size_t i = begin; i < end; i++)
+		job_task(&j[i]);
+	return 0;
+}
+
+/* A high bulk loop starts before queued normal work, a low one after it. */
+static void
+bulk_loops_start_by_priority(void **state)
+{
+	(void)state;
+	enum { N = 10, M = 8 };
+	static struct hold h;
+	static struct job normal[N], high[M], low[M];
+	jobs_reset(normal, N), jobs_reset(high, M), jobs_reset(low, M);
+	heist_future *held;
+	heist_pool *pool = held_pool(&h, &held);
+	heist_future *fl, *fh;
+	assert_int_equal(heist_submit_bulk_priority(pool, HEIST_PRIORITY_LOW, 0, M, 1,
+						    bulk_body, low, &fl), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(heist_submit(pool, job_task, &normal[i], NULL), 0);
+	assert_int_equal(heist_submit_bulk_priority(pool, HEIST_PRIORITY_HIGH, 0, M, 1,
+						    bulk_body, high, &fh), 0);
+	open_and_finish(pool, &h, held);
+	assert_int_equal(watched(fl), 0);
+	assert_int_equal(watched(fh), 0);
+	expect_ran_once(normal, N), expect_ran_once(high, M), expect_ran_once(low, M);
+	assert_true(latest(high, M) < earliest(normal, N));
+	assert_true(latest(normal, N) < earliest(low, M));
+	heist_future *f = SENTINEL;
+	assert_int_equal(heist_submit_bulk_priority(pool, 5, 0, 1, 1, bulk_body, low, &f),
+			 EINVAL);
+	assert_null(f);
+	heist_pool_destroy(pool);
+}
+
 /* Dependent tasks: queued at their own priority, or their group's, once runnable. */
 static void
 dependent_tasks_are_queued_at_their_priority(void **state)
@@ -427,6 +468,7 @@ main(void)
 		cmocka_unit_test(low_is_not_starved_by_normal_work),
 		cmocka_unit_test(low_is_not_starved_by_high_work),
 		cmocka_unit_test(a_group_of_high_priority_goes_first),
+		cmocka_unit_test(bulk_loops_start_by_priority),
 		cmocka_unit_test(dependent_tasks_are_queued_at_their_priority),
 		cmocka_unit_test(a_due_timed_task_keeps_its_priority),
 		cmocka_unit_test(a_high_task_waiting_for_a_low_one_runs_it_first),

@@ -1017,6 +1017,21 @@ HEIST_EXPORT int heist_submit_bulk(heist_pool *pool, size_t begin, size_t end, s
 				   heist_range_fn body, void *arg, heist_future **out);
 
 /**
+ * heist_submit_bulk at a priority (enum heist_priority): the loop is queued as one task
+ * of that priority, and starts when a worker takes it by heist_priority's rule. Once
+ * started it is split by fork-join as any loop: its pieces are run by the worker that
+ * started it and stolen by idle ones, and a worker inside it finishes its share before
+ * it looks at the queues again (a high task queued meanwhile waits for a worker that
+ * is not in the loop, or for the loop's end). Cut a long low-priority loop into several
+ * bulk submits to let high tasks in between.
+ * @returns as heist_submit_bulk; EINVAL also for a priority that is not one of the three.
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_submit_bulk_priority(heist_pool *pool, int priority, size_t begin,
+					    size_t end, size_t grain, heist_range_fn body,
+					    void *arg, heist_future **out);
+
+/**
  * A reduce body: accumulate [begin, end) into acc, an accumulator of heist_reduce's
  * size bytes that already holds a value (the identity, or what earlier ranges left
  * in it); nonzero stops the reduction.
