@@ -54,8 +54,8 @@ void heist__group_count_out(struct heist_group *g);
 enum { GROUP_NODE_BYTES = 24 };
 
 /* Make j, a new job nobody else has seen, one of g's: it uses g's token, lent, takes
- * g's priority, and counts out of g once it is final. Counted in now: the caller counts it out
- * (heist__group_count_out) if j is then never queued nor made final. */
+ * g's priority, and counts out of g once it is final. Counted in now: the caller
+ * counts it out (heist__group_count_out) if j is then never queued nor made final. */
 void heist__group_adopt(struct heist_group *g, struct heist_future *j);
 
 /* Whether job j, taken from a queue, is one of g's and not yet final. */

@@ -138,13 +138,6 @@ int heist__pool_enter_if_alive(struct heist_pool *pool, unsigned *epoch);
 int heist__pool_slot_init(struct heist_pool *pool, unsigned i);
 
 
-/* The queue of a priority other than normal: the pool's high or low one. */
-static inline struct injector *
-heist__pool_prio_queue(struct heist_pool *pool, int priority)
-{
-	return priority > 0 ? &pool->high : &pool->low;
-}
-
 /* Tasks queued in the pool's three queues. seq_cst: the sleep protocol's last look
  * (sleep.c), as heist__injector_depth; elsewhere a hint. */
 static inline size_t

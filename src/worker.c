@@ -241,6 +241,17 @@ take_low(struct worker *w)
 	return take_queue(w, &w->pool->low, 1);
 }
 
+/* A task taken from another queue before the own deque: answer a thief's request
+ * as the pop we put off would have (heist__worker_pop), so that what we keep private
+ * does not wait for a stream of high tasks to end. */
+static struct task *
+ahead_of_deque(struct worker *w, struct task *t)
+{
+	if (t && heist__deque_split_requested(&w->dq) && heist__deque_private_count(&w->dq))
+		heist__worker_publish(w, 0);
+	return t;
+}
+
 /* Before the worker's own deque: the oldest high task, or, once in LOW_EVERY tasks,
  * the oldest low one (the starvation bound). relaxed: a hint, as take_queue's. */
 static inline struct task *
@@ -248,9 +259,9 @@ take_first(struct worker *w)
 {
 	struct task *t;
 	if (unlikely(++w->since_low >= LOW_EVERY) && (t = take_low(w)))
-		return t;	/* first: a stream of high tasks must not starve it */
+		return ahead_of_deque(w, t);	/* first: high tasks must not starve it */
 	if (unlikely(atomic_load_explicit(&w->pool->high.depth, memory_order_relaxed)))
-		return take_queue(w, &w->pool->high, 1);
+		return ahead_of_deque(w, take_queue(w, &w->pool->high, 1));
 	return NULL;
 }
 

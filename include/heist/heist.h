@@ -773,8 +773,9 @@ struct heist_after {
  * @param[out] out  Receives the task's future, or NULL for fire-and-forget.
  * @returns 0; EINVAL if fn is NULL, there is no pool, inputs is NULL with n > 0 or holds
  *          a NULL, opt->group's pool is not pool, opt has both a token and a group, or
- *          opt->flags has an unknown bit or opt->priority is not a heist_priority; ENOMEM; ESHUTDOWN if every input is done and
- *          the pool is destroyed or being destroyed (nothing was queued).
+ *          opt->flags has an unknown bit or opt->priority is not a heist_priority;
+ *          ENOMEM; ESHUTDOWN if every input is done and the pool is destroyed or being
+ *          destroyed (nothing was queued).
  * @since 0.2
  */
 HEIST_EXPORT int heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n,
