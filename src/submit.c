@@ -270,7 +270,10 @@ prio_queue(struct heist_pool *pool, const struct heist_future *j)
 }
 
 /* Queue j, admitted in epoch e (by the caller's enter), in the injector of its
- * priority. shared: j is a continuation, whose future others may hold already. */
+ * priority. shared: j is a continuation, whose future others may hold already. The
+ * limit holds up threads of other pools and outside ones, never one of the pool's
+ * (a worker between tasks, counted_worker), which must not wait for room that only
+ * its pool's threads make. */
 static void
 push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool shared)
 {
@@ -281,8 +284,13 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 	struct injector *q = prio_queue(pool, j);
 	if (!q)
 		q = &pool->injector;
-	heist__injector_reserve(q);
-	heist__injector_push(q, &j->task);
+	struct worker *self = heist__current();
+	if (self && self->pool == pool) {
+		heist__injector_requeue(q, &j->task);
+	} else {
+		heist__injector_reserve(q);
+		heist__injector_push(q, &j->task);
+	}
 	heist__sleep_notify_job(&pool->sleep);
 	/* j may have run and been waited for since the push, and the pool be in
 	 * destroy: it waited for this hold, taken at our enter (5). */
@@ -290,12 +298,19 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 }
 
 /* The worker of pool on this thread whose submits are counted inside its work (3),
- * or NULL: submit from outside. A worker in a hook runs no counted work. */
+ * or NULL: submit from outside. A worker in a hook runs no counted work; nor does one
+ * between its tasks (w->running 0), which fires timers there and may end one (a token
+ * cancelled it, destroy refused it) and so queue its continuation: that thread enters
+ * as an outside one, or its add could come after destroy saw live at 0. The guest
+ * slot is counted in live for as long as it is taken. */
 static struct worker *
 counted_worker(struct heist_pool *pool)
 {
 	struct worker *w = heist__current();
-	return w && w->pool == pool && !w->in_hook ? w : NULL;
+	return w && w->pool == pool && !w->in_hook &&
+			       (w->running || heist__worker_is_guest(w))
+		       ? w
+		       : NULL;
 }
 
 /* Push j, counted in the epoch of w's current work (w->cur_epoch), on w's deque (or,

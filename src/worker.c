@@ -130,6 +130,7 @@ void
 heist__worker_run(struct worker *w, struct task *t)
 {
 	flush_if_awaited(w);
+	w->running++;
 	/* relaxed: the kind never changes after the task was queued, and the queue's
 	 * hand-off (deque publish or injector link, both release) ordered it. */
 	if (atomic_load_explicit(&t->state, memory_order_relaxed) == TASK_JOB) {
@@ -137,6 +138,7 @@ heist__worker_run(struct worker *w, struct task *t)
 		unsigned e = heist__job_epoch(j);	/* before: it may be freed after */
 		heist__job_run(j, w);	/* counts executed */
 		timed_wait_over(w);
+		w->running--;
 		w->done_unflushed[e]++;
 		flush_if_awaited(w);
 		return;
@@ -166,6 +168,7 @@ heist__worker_run(struct worker *w, struct task *t)
 	w->cur_epoch = outer_epoch;
 	heist__current_job_swap(outer);
 	timed_wait_over(w);
+	w->running--;
 	/* release: publishes result (and the task's writes) to the owner's acquire
 	 * load in heist_sync. An exchange, to learn whether the owner sleeps on the
 	 * word (wait.c); the kernel's compare orders its sleep against this. After

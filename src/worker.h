@@ -49,6 +49,11 @@ struct worker {
 	bool in_hook;			/* in on_worker_start/stop: no work is counted */
 	unsigned in_body;		/* loop bodies this thread is inside (foreach.c) */
 	unsigned since_low;		/* tasks taken since the low queue's last look */
+	/* Tasks this thread runs from its loop (heist__worker_run), nested: while not
+	 * 0 it is inside work the pool counts in live, and what it submits to its pool
+	 * may count itself with a relaxed add (submit.c, (3)); at 0 it is between tasks
+	 * (searching, keeping timers) and enters as an outside thread does. */
+	unsigned running;
 	/* The profiler: how the task this thread runs next reached it, set by whoever
 	 * took it (heist__worker_took) and read when the run starts. */
 	struct heist__run_from run_from;
