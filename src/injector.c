@@ -25,13 +25,12 @@ heist__injector_init(struct injector *q, size_t limit)
 	atomic_init(&q->room_waiters, 0);
 }
 
-void
+size_t
 heist__injector_reserve(struct injector *q)
 {
 	if (!q->limit) {
 		/* seq_cst: see injector.h. */
-		atomic_fetch_add_explicit(&q->depth, 1, memory_order_seq_cst);
-		return;
+		return atomic_fetch_add_explicit(&q->depth, 1, memory_order_seq_cst);
 	}
 	for (;;) {
 		size_t d = atomic_load_explicit(&q->depth, memory_order_relaxed);
@@ -39,7 +38,7 @@ heist__injector_reserve(struct injector *q)
 			if (atomic_compare_exchange_weak_explicit(&q->depth, &d, d + 1,
 								  memory_order_seq_cst,
 								  memory_order_relaxed))
-				return;
+				return d;
 			continue;
 		}
 		/* Full. Announce ourselves, then look again: the consumer subtracts
@@ -53,12 +52,13 @@ heist__injector_reserve(struct injector *q)
 	}
 }
 
-void
+size_t
 heist__injector_requeue(struct injector *q, struct task *t)
 {
 	/* seq_cst: see injector.h. */
-	atomic_fetch_add_explicit(&q->depth, 1, memory_order_seq_cst);
+	size_t before = atomic_fetch_add_explicit(&q->depth, 1, memory_order_seq_cst);
 	heist__injector_push(q, t);
+	return before;
 }
 
 void

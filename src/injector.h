@@ -32,14 +32,16 @@ struct injector {
 void heist__injector_init(struct injector *q, size_t limit);
 
 /* Reserve a place: blocks while the queue holds limit tasks. Then push. The depth
- * increment is seq_cst: it is what the sleep protocol's last look sees (sleep.c). */
-void heist__injector_reserve(struct injector *q);
+ * increment is seq_cst: it is what the sleep protocol's last look sees (sleep.c).
+ * Returns the depth before ours: jobs still queued, for the notifier (sleep.h,
+ * heist__sleep_notify_job's backlog). */
+size_t heist__injector_reserve(struct injector *q);
 void heist__injector_push(struct injector *q, struct task *t);
 
 /* A worker puts back a job that it took but may not run where it stands (wait.c,
  * fork.c): counted like a new submission, but never held up by the limit, which is
  * back-pressure for outside producers only. */
-void heist__injector_requeue(struct injector *q, struct task *t);
+size_t heist__injector_requeue(struct injector *q, struct task *t);	/* as reserve */
 
 /* Take up to max tasks into out[]; returns how many. Fails fast (0) when another
  * worker is consuming or the queue looks empty. */

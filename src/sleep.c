@@ -259,13 +259,17 @@ recall_lent(struct sleep *s)
 }
 
 void
-heist__sleep_notify_job_slow(struct sleep *s)
+heist__sleep_notify_job_slow(struct sleep *s, size_t backlog)
 {
 	heist__mutex_lock(&s->lock);
 	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
 	int j = -1;
-	if ((st >> 32) == 0 && (j = pop_sleeper(s)) < 0)
-		j = recall_lent(s);
+	if ((st >> 32) == 0) {
+		if ((j = pop_sleeper(s)) < 0)
+			j = recall_lent(s);
+	} else if (backlog) {
+		j = pop_sleeper(s);	/* (a) of sleep.h */
+	}
 	heist__mutex_unlock(&s->lock);
 	if (j >= 0)
 		heist__futex_wake(&s->sleepers[j].word, 1);

@@ -285,13 +285,14 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 	if (!q)
 		q = &pool->injector;
 	struct worker *self = heist__current();
+	size_t backlog;
 	if (self && self->pool == pool) {
-		heist__injector_requeue(q, &j->task);
+		backlog = heist__injector_requeue(q, &j->task);
 	} else {
-		heist__injector_reserve(q);
+		backlog = heist__injector_reserve(q);
 		heist__injector_push(q, &j->task);
 	}
-	heist__sleep_notify_job(&pool->sleep);
+	heist__sleep_notify_job(&pool->sleep, backlog);
 	/* j may have run and been waited for since the push, and the pool be in
 	 * destroy: it waited for this hold, taken at our enter (5). */
 	heist__pool_unhold(pool);
@@ -331,8 +332,8 @@ queue_local(struct worker *w, struct heist_future *j, bool shared)
 	atomic_fetch_add_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
 	struct injector *q = prio_queue(pool, j);
 	if (q || heist__worker_is_guest(w)) {
-		heist__injector_requeue(q ? q : &pool->injector, &j->task);
-		heist__sleep_notify_job(&pool->sleep);
+		size_t backlog = heist__injector_requeue(q ? q : &pool->injector, &j->task);
+		heist__sleep_notify_job(&pool->sleep, backlog);
 		return 0;
 	}
 	if (heist__deque_push(&w->dq, &j->task)) {
@@ -340,7 +341,7 @@ queue_local(struct worker *w, struct heist_future *j, bool shared)
 		return ENOMEM;
 	}
 	heist__worker_publish(w, 0);
-	heist__sleep_notify_job(&pool->sleep);	/* a worker lent to a guest, too */
+	heist__sleep_notify_job(&pool->sleep, 0);	/* a worker lent to a guest, too */
 	return 0;
 }
 
@@ -383,8 +384,8 @@ heist__submit_fired(struct heist_future *j)
 	 * be a worker, which must not wait for room that only workers make. */
 	heist__job_admit_shared(j, e);
 	struct injector *q = prio_queue(pool, j);
-	heist__injector_requeue(q ? q : &pool->injector, &j->task);
-	heist__sleep_notify_job(&pool->sleep);
+	size_t backlog = heist__injector_requeue(q ? q : &pool->injector, &j->task);
+	heist__sleep_notify_job(&pool->sleep, backlog);
 	heist__pool_unhold(pool);
 	return 0;
 }

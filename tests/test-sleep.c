@@ -2,8 +2,8 @@
 /* test-sleep.c - the idle protocol alone (src/sleep.c), white-box, with test threads
  * playing the workers: prepare then cancel returns a worker to the searchers; a notify
  * with nobody asleep changes nothing; with sleepers and no searcher it wakes exactly
- * one; while a worker searches it wakes nobody, and the last searcher to stop is told
- * to wake the next; wake_all wakes every sleeper; and no wake-up is lost between a
+ * one; while a worker searches it wakes nobody, unless a job waits behind another (a
+ * backlog), and the last searcher to stop is told to wake the next; wake_all wakes every sleeper; and no wake-up is lost between a
  * worker's last look for work and a producer's notify (sleep.h's argument), over many
  * rounds. Sleeping and waking inside a pool is tested by test-submit.c's bursts. Rules
  * and helpers: common.h; a lost wake-up shows as a POLL bound reached, not a hang.
@@ -332,6 +332,40 @@ no_wake_up_is_lost_between_the_last_look_and_notify(void **state)
 	free(h.taken);
 }
 
+/* A job queued behind another (a backlog) while a worker counts as searching: that
+ * searcher is not taking jobs (it waits for a CPU, or was preempted), so the notify
+ * wakes a sleeper anyway (sleep.h, notify_job's (a)); without a backlog it wakes
+ * nobody, as before. */
+static void
+a_backlog_wakes_a_sleeper_while_a_worker_searches(void **state)
+{
+	enum { N = 2 };
+	struct sleep *s = *state;
+	static struct sleeper_thread st[N];
+	bool ok;
+
+	put_to_sleep(s, st, N);
+	heist__sleep_start_search(s);	/* the test thread is worker 2, searching */
+	heist__sleep_notify_job(s, 0);
+	assert_int_equal(state_of(s), SEARCHERS(1) | SLEEPERS(N));
+	assert_int_equal(asleep(s), N);
+	heist__sleep_notify_job(s, 1);
+	assert_int_equal(state_of(s), SEARCHERS(2) | SLEEPERS(N - 1));
+	POLL(ok, woken(st, N) == 1);
+	assert_true(ok);
+	assert_int_equal(asleep(s), N - 1);
+	/* Another job behind a longer backlog wakes the last sleeper; one more finds
+	 * none to wake. */
+	heist__sleep_notify_job(s, 5);
+	POLL(ok, woken(st, N) == N);
+	assert_true(ok);
+	heist__sleep_notify_job(s, 6);
+	assert_int_equal(state_of(s), SEARCHERS(N + 1));
+	join_all(st, N);
+	assert_int_equal(s->nidle, 0);
+	heist__sleep_stop_search(s);
+}
+
 int
 main(void)
 {
@@ -344,6 +378,8 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(notify_wakes_nobody_while_a_worker_searches, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_backlog_wakes_a_sleeper_while_a_worker_searches,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(wake_all_wakes_every_sleeper, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_wake_up_is_lost_between_the_last_look_and_notify,
 						setup, teardown),
