@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* priority.c - one pool for interactive requests and a background batch: the batch is
  * queued at low priority, the requests at high priority, a group of follow-up work at
- * high priority too. Each request notes how much of the batch had run when it
- * started: a handful at most (what the workers were busy with), not the thousands
- * queued before it. */
+ * high priority too. Each request notes how many batch tasks finished between its
+ * submit and its start: a handful at most (what the workers were busy with when it
+ * came), not the thousands queued before it. */
 #include <heist/heist.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,12 +27,17 @@ background(void *arg)
 	return 0;
 }
 
-/* A request: notes how much of the batch had run when it started. */
+/* A request, and how many batch tasks finished between its submit and its start. */
+struct request {
+	int done_at_submit;
+	int done_before_start;
+};
+
 static int
 request(void *arg)
 {
-	int *seen = arg;
-	*seen = atomic_load(&batch_done);
+	struct request *r = arg;
+	r->done_before_start = atomic_load(&batch_done) - r->done_at_submit;
 	return 0;
 }
 
@@ -57,11 +62,13 @@ main(void)
 		if (heist_submit_priority(pool, HEIST_PRIORITY_LOW, background, NULL, NULL))
 			return 1;
 
-	int seen[REQUESTS];
+	struct request req[REQUESTS];
 	heist_future *f[REQUESTS];
-	for (int i = 0; i < REQUESTS; i++)
-		if (heist_submit_priority(pool, HEIST_PRIORITY_HIGH, request, &seen[i], &f[i]))
+	for (int i = 0; i < REQUESTS; i++) {
+		req[i].done_at_submit = atomic_load(&batch_done);
+		if (heist_submit_priority(pool, HEIST_PRIORITY_HIGH, request, &req[i], &f[i]))
 			return 1;
+	}
 	heist_group *g;	/* follow-up work, also ahead of the batch */
 	if (heist_group_create(pool, &g) || heist_group_set_priority(g, HEIST_PRIORITY_HIGH))
 		return 1;
@@ -77,9 +84,10 @@ main(void)
 	failed |= heist_group_wait(g);
 	int most = 0;
 	for (int i = 0; i < REQUESTS; i++)
-		most = seen[i] > most ? seen[i] : most;
-	printf("%d requests started with at most %d of %d background tasks done\n", REQUESTS,
-	       most, BATCH);
+		if (req[i].done_before_start > most)
+			most = req[i].done_before_start;
+	printf("%d requests: at most %d background tasks (of %d queued) finished between a "
+	       "request's submit and its start\n", REQUESTS, most, BATCH);
 	heist_group_destroy(g);
 	heist_pool_destroy(pool);	/* runs the rest of the batch */
 	printf("background tasks run: %d; follow-ups: %d\n", atomic_load(&batch_done),
