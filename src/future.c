@@ -149,19 +149,43 @@ heist__job_then(struct heist_future *j, struct heist__then *node)
 	return !fire_list(j, node);
 }
 
-void
-heist__job_finalized(struct heist_future *j)
+/* Fire j's list for a job that the worker's loop ran (not nested): back in its loop,
+ * the worker pops its deque next, so the first job this makes runnable stays private
+ * there (worker.h, loop_job_ending). */
+static noinline void
+fire_in_loop(struct heist_future *j, struct worker *w)
+{
+	w->loop_job_ending = true;
+	fire_list(j, NULL);
+	w->loop_job_ending = false;
+}
+
+/* After j's final store: fire its list, if anything waits. loop: the worker whose
+ * loop took j from a queue and ran it, or NULL. */
+static inline void
+finalized(struct heist_future *j, struct worker *loop)
 {
 	/* seq_cst: the finisher's load of the pair above, after its seq_cst final
 	 * store. Empty: a pusher still to come sees the final state and fires its own. */
 	struct heist__then *head = atomic_load_explicit(&j->thens, memory_order_seq_cst);
-	if (head && head != THENS_CLOSED)
-		fire_list(j, NULL);
+	if (head && head != THENS_CLOSED) {
+		if (loop && loop->running == 1)
+			fire_in_loop(j, loop);
+		else
+			fire_list(j, NULL);
+	}
 }
 
-/* RUNNING -> DONE, wake sleepers, and run what waits for the job. */
+void
+heist__job_finalized(struct heist_future *j)
+{
+	finalized(j, NULL);
+}
+
+/* RUNNING -> DONE, wake sleepers, and run what waits for the job. loop: as for
+ * finalized. */
 static void
-finish(struct heist_future *j)
+finish(struct heist_future *j, struct worker *loop)
 {
 	/* seq_cst: the finisher's store of the Dekker pair above (a release would do
 	 * for the waiters): publishes task.result and everything the task wrote; pairs
@@ -171,7 +195,7 @@ finish(struct heist_future *j)
 	uint32_t old = atomic_exchange_explicit(&j->state, FUT_DONE, memory_order_seq_cst);
 	if (old & FUT_WAITERS)
 		heist__futex_wake(&j->state, INT_MAX);
-	heist__job_finalized(j);
+	finalized(j, loop);
 }
 
 bool
@@ -182,7 +206,7 @@ heist__job_complete(struct heist_future *j, int r)
 	if (!heist__job_take(j))
 		return false;
 	j->task.result = r;	/* read only by those who see DONE, after finish */
-	finish(j);
+	finish(j, NULL);
 	return true;
 }
 
@@ -196,7 +220,7 @@ heist__job_forgo(struct heist_future *j, int r)
 	if (!won)
 		return;	/* its own future cancelled it first */
 	j->task.result = r;
-	finish(j);
+	finish(j, NULL);
 }
 
 /* A periodic job's run returned 0 (timer.c): RUNNING -> QUEUED, and back in its pool's
@@ -274,7 +298,7 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 		return;
 	}
 	drop_belongings(j);
-	finish(j);
+	finish(j, from_queue ? w : NULL);
 }
 
 /* A job we won: run it, unless its token was cancelled before it could start. It is

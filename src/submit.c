@@ -340,7 +340,18 @@ queue_local(struct worker *w, struct heist_future *j, bool shared)
 		atomic_fetch_sub_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
 		return ENOMEM;
 	}
-	heist__worker_publish(w, 0);
+	if (w->loop_job_ending) {
+		/* A job the end of the loop's job made runnable (a continuation, a
+		 * dependent task): our loop pops it next, as a sync pops its spawn, so
+		 * the first one stays private: no publish, no wake for a task we run
+		 * ourselves (a thief that asks gets the rest: heist__worker_pop). Those
+		 * after it are published but the newest (a burst of dependents). */
+		if (heist__deque_private_count(&w->dq) == 1)
+			return 0;
+		heist__worker_publish(w, 1);
+	} else {
+		heist__worker_publish(w, 0);
+	}
 	heist__sleep_notify_job(&pool->sleep, 0);	/* a worker lent to a guest, too */
 	return 0;
 }

@@ -54,6 +54,10 @@ struct worker {
 	 * may count itself with a relaxed add (submit.c, (3)); at 0 it is between tasks
 	 * (searching, keeping timers) and enters as an outside thread does. */
 	unsigned running;
+	/* The job this thread's loop runs (running == 1) has returned and fires what
+	 * waited for it (future.c): the first job that makes runnable on our deque is
+	 * the task our loop pops next, and stays private (submit.c, queue_local). */
+	bool loop_job_ending;
 	/* The profiler: how the task this thread runs next reached it, set by whoever
 	 * took it (heist__worker_took) and read when the run starts. */
 	struct heist__run_from run_from;
