@@ -108,6 +108,7 @@ struct cont {
 	struct heist__then node;
 	struct heist_future *dep;
 	_Atomic uint32_t lease;
+	uint32_t after_flags;	/* a dependent task of one input (after1_fire): its flags */
 };
 static_assert(sizeof(struct cont) <= JOB_INLINE_COPY, "a continuation's record");
 
@@ -300,6 +301,50 @@ after_ready(struct heist_future *d, int r, uint32_t flags)
 	}
 }
 
+/* A dependent task D of one input F, outside a group, keeps a continuation's struct
+ * cont in its record instead of a table in another (a table's record, its count and
+ * its settling cost a third of D's instructions): F is final, on the thread that made
+ * it so; D gets the dependent's rule, not a continuation's (after_ready). */
+static void
+after1_fire(struct heist__then *n, struct heist_future *f)
+{
+	struct heist_future *d = cont_job(n);
+	uint32_t flags = OWN_FIELDS(struct cont, d)->after_flags;
+	int r = final_result(f);	/* before the close: F may go with it */
+	cont_close(d);
+	after_ready(d, r, flags);
+}
+
+/* Hang D's struct cont on its one input f; as heist_submit_after returns. */
+static int
+after1_link(struct heist_future *d, struct heist_future *f, uint32_t flags,
+	    heist_future **out)
+{
+	struct cont *k = OWN_FIELDS(struct cont, d);
+	k->node.fire = after1_fire;
+	k->dep = f;
+	k->after_flags = flags;
+	heist__job_ref(f);	/* D's, until its lease is over */
+	atomic_init(&k->lease, LEASE_OPEN);
+	if (heist__job_then(f, &k->node))
+		return 0;
+	/* f is final already: do what firing would; a D that cannot be queued is taken
+	 * back (nobody else has seen it) and the call fails, as after_settled_at_once. */
+	int r = final_result(f);
+	cont_close(d);
+	if (r && !(flags & HEIST_AFTER_ALWAYS)) {
+		after_ready(d, r, 0);
+		return 0;
+	}
+	int err = heist__submit_continuation(d);
+	if (err) {
+		if (out)
+			*out = NULL;
+		heist__job_discard(d);
+	}
+	return err;
+}
+
 static void
 all_complete(struct all *a)
 {
@@ -439,9 +484,11 @@ heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heis
 	int err = after_check(&pool, inputs, n, fn, opt);
 	if (err)
 		return err;
+	struct heist_group *g = opt ? opt->group : NULL;
+	bool one = n == 1 && !g;	/* no table: after1_link */
 	struct heist_future *d = heist__job_new(fn, arg, out != NULL);
-	struct all *a = all_alloc(n);
-	if (!d || !a) {
+	struct all *a = one ? NULL : all_alloc(n);
+	if (!d || (!one && !a)) {
 		if (a)
 			all_dealloc(a, n);
 		if (d)
@@ -450,7 +497,6 @@ heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heis
 	}
 	d->task.pool = pool;
 	heist__job_set_flag(d, REF_UNQUEUED | REF_DEPS, true);	/* not before its inputs */
-	struct heist_group *g = opt ? opt->group : NULL;
 	if (g) {
 		heist__group_adopt(g, d);
 	} else {
@@ -466,6 +512,8 @@ heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heis
 	uint32_t flags = opt ? opt->flags : 0;
 	if (out)
 		*out = d;
+	if (one)
+		return after1_link(d, inputs[0], flags, out);
 	if (!all_link(a, d, inputs, n, flags))
 		return 0;
 	return after_settled_at_once(d, a, g, out);
@@ -480,7 +528,8 @@ heist__job_each_dep(struct heist_future *j, void (*each)(void *ctx, struct heist
 	/* relaxed: REF_DEPS was set before anyone could see j. */
 	if (!(atomic_load_explicit(&j->refs, memory_order_relaxed) & REF_DEPS))
 		return;
-	if (j->task.fn && OWN_FIELDS(struct cont, j)->node.fire == cont_fire) {
+	if (j->task.fn && (OWN_FIELDS(struct cont, j)->node.fire == cont_fire ||
+			   OWN_FIELDS(struct cont, j)->node.fire == after1_fire)) {
 		struct cont *k = OWN_FIELDS(struct cont, j);
 		if (!lease_borrow(&k->lease))
 			return;

@@ -6,7 +6,9 @@
  * token and its group cancel it; a group's wait covers it and takes its error; a task
  * graph of dependent tasks (stencil_1d of W10) gives the serial answer, submitted from
  * outside and from a task; waits on one worker with no spare run the inputs; a pool
- * destroyed first gives ESHUTDOWN; bad input; allocation failures. Helpers: common.h. */
+ * destroyed first gives ESHUTDOWN; one input without a group (kept as a continuation
+ * keeps its input) under the same rules; bad input; allocation failures. Helpers:
+ * common.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
@@ -400,6 +402,130 @@ a_pool_destroyed_first_ends_it_with_eshutdown(void **state)
 	heist_pool_destroy(inputs_pool);
 }
 
+/* A lone worker waits for a dependent of one input (no table: then.c, after1_link),
+ * which it can only finish by running that input. */
+static int
+wait_for_own_one_input_dependent(void *arg)
+{
+	heist_pool *pool = arg;
+	heist_future *in, *d;
+	if (heist_submit(pool, ret_int, NULL, &in) ||
+	    heist_submit_after(pool, &in, 1, ret_int, (void *)3, NULL, &d))
+		return -1;
+	int r = heist_future_wait(d);
+	heist_future_release(d);
+	heist_future_release(in);
+	return r == 3 ? 0 : -2;
+}
+
+/* One input and no group: the task keeps its input in its own record, as a
+ * continuation does, but under the dependent task's rules: an input's error or
+ * cancellation ends it unrun with that result unless HEIST_AFTER_ALWAYS; an input
+ * final at the call; its future and its token cancel it; a pool destroyed first; a
+ * lone worker's wait runs its input. */
+static void
+one_input_follows_the_same_rules(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	struct heist_after run_anyway = {.flags = HEIST_AFTER_ALWAYS};
+	heist_future *in, *d, *always;
+
+	/* Still running when linked: an error, then 0. */
+	for (int r = 7; r >= 0; r -= 7) {
+		reset(1);
+		submit_inputs(pool, &in, 1, (const int[]){r});
+		assert_int_equal(heist_submit_after(pool, &in, 1, dependent, (void *)4, NULL, &d), 0);
+		assert_int_equal(heist_submit_after(pool, &in, 1, dependent, (void *)6, &run_anyway,
+						    &always), 0);
+		heist_future_release(in);	/* the dependents hold their own references */
+		nap(1000 * 1000);
+		assert_false(heist_future_done(d));
+		atomic_store(&gate.open, 1);
+		assert_int_equal(watched(d), r ? r : 4);
+		assert_int_equal(watched(always), 6);
+		assert_int_equal(atomic_load(&seen.runs), r ? 1 : 2);
+		assert_int_equal(atomic_load(&seen.early), 0);
+	}
+
+	/* Final at the call: 0, an error, cancelled. */
+	reset(0);
+	assert_int_equal(heist_submit(pool, ret_int, NULL, &in), 0);
+	assert_int_equal(heist_future_wait(in), 0);
+	assert_int_equal(heist_submit_after(pool, &in, 1, dependent, (void *)2, NULL, &d), 0);
+	assert_int_equal(watched(d), 2);
+	heist_future_release(in);
+	assert_int_equal(heist_submit(pool, ret_int, (void *)9, &in), 0);
+	assert_int_equal(heist_future_wait(in), 9);
+	assert_int_equal(heist_submit_after(pool, &in, 1, dependent, (void *)2, NULL, &d), 0);
+	assert_int_equal(watched(d), 9);
+	assert_int_equal(heist_submit_after(pool, &in, 1, dependent, (void *)2, &run_anyway, &d),
+			 0);
+	assert_int_equal(watched(d), 2);
+	heist_future_release(in);
+	assert_int_equal(atomic_load(&seen.runs), 2);
+
+	static struct hold busy;
+	heist_pool *one = make_pool(1);
+	heist_future *held;
+	hold_worker(one, &busy, &held);
+	assert_int_equal(heist_submit(one, ret_int, NULL, &in), 0);
+	reset(1);
+	assert_int_equal(heist_submit_after(pool, &in, 1, dependent, NULL, NULL, &d), 0);
+	heist_future_cancel(in);	/* queued: never runs */
+	assert_int_equal(watched(d), ECANCELED);
+	assert_int_equal(heist_submit_after(pool, &in, 1, dependent, NULL, NULL, &d), 0);
+	assert_int_equal(watched(d), ECANCELED);	/* cancelled already */
+	atomic_store(&busy.open, 1);
+	assert_int_equal(watched(held), 0);
+	heist_future_release(in);
+	heist_pool_destroy(one);
+	assert_int_equal(atomic_load(&seen.runs), 0);
+
+	/* Its own future and its token. */
+	heist_cancel *token;
+	assert_int_equal(heist_cancel_create(&token), 0);
+	struct heist_after with_token = {.cancel = token};
+	reset(1);
+	submit_inputs(pool, &in, 1, NULL);
+	heist_future *by_token;
+	assert_int_equal(heist_submit_after(pool, &in, 1, dependent, NULL, NULL, &d), 0);
+	assert_int_equal(heist_submit_after(pool, &in, 1, dependent, NULL, &with_token, &by_token),
+			 0);
+	heist_cancel_release(token);
+	heist_future_cancel(d);
+	assert_int_equal(watched(d), ECANCELED);
+	heist_cancel_request(token);
+	atomic_store(&gate.open, 1);
+	assert_int_equal(watched(by_token), ECANCELED);
+	assert_int_equal(heist_future_wait(in), 0);
+	heist_future_release(in);
+	assert_int_equal(atomic_load(&seen.runs), 0);
+
+	/* Its pool destroyed before the input ends; then a call on it fails. */
+	heist_pool *inputs_pool = make_pool(1), *gone = make_pool(1);
+	reset(1);
+	submit_inputs(inputs_pool, &in, 1, NULL);
+	assert_int_equal(heist_submit_after(gone, &in, 1, dependent, NULL, NULL, &d), 0);
+	heist_pool_destroy(gone);
+	atomic_store(&gate.open, 1);
+	assert_int_equal(watched(d), ESHUTDOWN);
+	heist_future *late = SENTINEL;
+	assert_int_equal(heist_submit_after(gone, &in, 1, dependent, NULL, NULL, &late), ESHUTDOWN);
+	assert_null(late);
+	heist_future_release(in);
+	heist_pool_destroy(inputs_pool);
+	assert_int_equal(atomic_load(&seen.runs), 0);
+	heist_pool_destroy(pool);
+
+	struct heist_config cfg = {.threads = 1, .max_spares = HEIST_SPARES_NONE};
+	heist_pool *lone = make_pool_cfg(&cfg);
+	heist_future *z;
+	assert_int_equal(heist_submit(lone, wait_for_own_one_input_dependent, lone, &z), 0);
+	assert_int_equal(watched(z), 0);
+	heist_pool_destroy(lone);
+}
+
 static void
 bad_input_is_rejected(void **state)
 {
@@ -466,6 +592,7 @@ main(void)
 		cmocka_unit_test(a_stencil_graph_gives_the_serial_answer),
 		cmocka_unit_test(waiting_for_it_on_a_lone_worker_runs_its_inputs),
 		cmocka_unit_test(a_pool_destroyed_first_ends_it_with_eshutdown),
+		cmocka_unit_test(one_input_follows_the_same_rules),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_are_enomem),
 	};
