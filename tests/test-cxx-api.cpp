@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <numeric>
 #include <stdexcept>
@@ -1108,6 +1109,53 @@ post_runs_and_reports()
 	CHECK(heist::set_exception_handler(old) == &count_report);
 }
 
+// submit_priority and post_priority: on one worker held busy while the queue fills,
+// the high tasks start first, then normal, then low, in order within each; results,
+// exceptions and the handler as submit and post; a bad priority throws EINVAL.
+static void
+priorities_order_queued_work()
+{
+	heist::pool pool(1);
+	gate g;
+	auto held = occupy(pool, g);
+	std::mutex m;
+	std::vector<int> order;
+	auto note = [&m, &order](int k) {
+		std::lock_guard<std::mutex> l(m);
+		order.push_back(k);
+		return k;
+	};
+	std::vector<heist::future<int>> fs;
+	fs.push_back(pool.submit_priority(HEIST_PRIORITY_LOW, note, 20));
+	fs.push_back(pool.submit(note, 10));
+	fs.push_back(pool.submit_priority(HEIST_PRIORITY_HIGH, note, 0));
+	fs.push_back(pool.submit_priority(HEIST_PRIORITY_NORMAL, note, 11));
+	pool.post_priority(HEIST_PRIORITY_LOW, note, 21);
+	pool.post_priority(HEIST_PRIORITY_HIGH, note, 1);
+	auto thrown = pool.submit_priority(HEIST_PRIORITY_HIGH, [] { throw my_error(3); });
+	g.open = true;
+	held.get();
+	pool.wait_idle();
+	CHECK((order == std::vector<int>{0, 1, 10, 11, 20, 21}));
+	const int expect[] = {20, 10, 0, 11};
+	for (std::size_t i = 0; i < fs.size(); i++)
+		CHECK(fs[i].get() == expect[i]);
+	try {
+		thrown.get();
+		CHECK(false);
+	} catch (const my_error &e) {
+		CHECK(e.code == 3);
+	}
+	heist::exception_handler old = heist::set_exception_handler(&count_report);
+	long before = reported.load();
+	pool.post_priority(HEIST_PRIORITY_LOW, [] { throw my_error(4); });
+	pool.wait_idle();
+	CHECK(reported.load() == before + 4);
+	heist::set_exception_handler(old);
+	CHECK_THROWS(std::system_error, (void)pool.submit_priority(7, [] { return 1; }));
+	CHECK_THROWS(std::system_error, pool.post_priority(-2, [] {}));
+}
+
 // ---- for_each --------------------------------------------------------------------
 
 static void
@@ -1552,6 +1600,7 @@ static const test tests[] = {
 	T(token_cancels_queued),
 	T(token_running_and_misuse),
 	T(post_runs_and_reports),
+	T(priorities_order_queued_work),
 	T(for_each_integers),
 	T(for_each_iterators),
 	T(for_each_exceptions),

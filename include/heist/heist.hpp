@@ -1771,6 +1771,37 @@ public:
 	}
 
 	/**
+	 * submit at a priority (heist_submit_priority: HEIST_PRIORITY_HIGH, _NORMAL or
+	 * _LOW): a worker takes the oldest high task before any other queued work, low
+	 * tasks only when it finds nothing else (one every 64 task starts at least). At
+	 * HEIST_PRIORITY_NORMAL this is submit; at the others the task takes one heap
+	 * block whatever its size. Throws as submit, and std::system_error (EINVAL) for a
+	 * priority that is none of the three; nothing was queued then.
+	 */
+	template <class F, class... Args>
+	[[nodiscard]] auto
+	submit_priority(int priority, F &&f, Args &&...args)
+		-> future<detail::result_of<F, Args...>>
+	{
+		if (priority == HEIST_PRIORITY_NORMAL)
+			return submit(std::forward<F>(f), std::forward<Args>(args)...);
+		return submit_heap<false>(priority, nullptr, std::forward<F>(f),
+					  std::forward<Args>(args)...);
+	}
+
+	/** post at a priority, as submit_priority: fire and forget. Throws as it. */
+	template <class F, class... Args>
+	void
+	post_priority(int priority, F &&f, Args &&...args)
+	{
+		if (priority == HEIST_PRIORITY_NORMAL)
+			post(std::forward<F>(f), std::forward<Args>(args)...);
+		else
+			submit_heap<true>(priority, nullptr, std::forward<F>(f),
+					  std::forward<Args>(args)...);
+	}
+
+	/**
 	 * Run f(args...) on the pool once every input is done (heist_submit_after), and
 	 * return its future; no thread waits or polls meanwhile. inputs: futures of any
 	 * result types and any pools, as a braced list ({a, b, c}) or a range (a
@@ -2098,18 +2129,32 @@ private:
 			if constexpr (!Post)
 				return future<R>(out, nullptr, j.get_ticket(), j.get_token());
 		} else {
-			using S = detail::heap_job<R, Post, Fn, std::decay_t<Args>...>;
-			S *s = new S(Post ? 1 : 2, tok, std::forward<F>(f), std::forward<Args>(args)...);
-			heist_future *out = nullptr;
-			int err = heist_submit(p_, &S::run, s, Post ? nullptr : &out);
-			if (err) {
-				delete s;
-				detail::throw_error(err, Post ? "heist::pool::post"
-							      : "heist::pool::submit");
-			}
-			if constexpr (!Post)
-				return future<R>(out, s, 0, nullptr);
+			return submit_heap<Post>(HEIST_PRIORITY_NORMAL, tok, std::forward<F>(f),
+						 std::forward<Args>(args)...);
 		}
+	}
+
+	/* submit_with's job in one heap block, queued at priority. */
+	template <bool Post, class F, class... Args>
+	auto
+	submit_heap(int priority, detail::token_block *tok, F &&f, Args &&...args)
+		-> std::conditional_t<Post, void, future<detail::result_of<F, Args...>>>
+	{
+		using Fn = std::decay_t<F>;
+		using R = detail::result_of<F, Args...>;
+		using S = detail::heap_job<R, Post, Fn, std::decay_t<Args>...>;
+		S *s = new S(Post ? 1 : 2, tok, std::forward<F>(f), std::forward<Args>(args)...);
+		heist_future *out = nullptr;
+		int err = priority == HEIST_PRIORITY_NORMAL
+				  ? heist_submit(p_, &S::run, s, Post ? nullptr : &out)
+				  : heist_submit_priority(p_, priority, &S::run, s,
+							  Post ? nullptr : &out);
+		if (err) {
+			delete s;
+			detail::throw_error(err, Post ? "heist::pool::post" : "heist::pool::submit");
+		}
+		if constexpr (!Post)
+			return future<R>(out, s, 0, nullptr);
 	}
 };
 
