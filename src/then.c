@@ -315,6 +315,29 @@ after1_fire(struct heist__then *n, struct heist_future *f)
 	after_ready(d, r, flags);
 }
 
+/* D's inputs were all final at the call, with result r (its flags: flags): queue it
+ * now, or end it, as the last input would have; but a D that cannot be queued is taken
+ * back (nobody else has seen it; g, its group or NULL, counts it out) and the call
+ * fails. */
+static int
+after_at_once(struct heist_future *d, int r, uint32_t flags, struct heist_group *g,
+	      heist_future **out)
+{
+	if (r && !(flags & HEIST_AFTER_ALWAYS)) {
+		after_ready(d, r, 0);
+		return 0;
+	}
+	int err = heist__submit_continuation(d);
+	if (err) {
+		if (out)
+			*out = NULL;
+		heist__job_discard(d);
+		if (g)
+			heist__group_count_out(g);	/* counted in, never fired */
+	}
+	return err;
+}
+
 /* Hang D's struct cont on its one input f; as heist_submit_after returns. */
 static int
 after1_link(struct heist_future *d, struct heist_future *f, uint32_t flags,
@@ -328,21 +351,9 @@ after1_link(struct heist_future *d, struct heist_future *f, uint32_t flags,
 	atomic_init(&k->lease, LEASE_OPEN);
 	if (heist__job_then(f, &k->node))
 		return 0;
-	/* f is final already: do what firing would; a D that cannot be queued is taken
-	 * back (nobody else has seen it) and the call fails, as after_settled_at_once. */
-	int r = final_result(f);
+	int r = final_result(f);	/* final already: do what firing would */
 	cont_close(d);
-	if (r && !(flags & HEIST_AFTER_ALWAYS)) {
-		after_ready(d, r, 0);
-		return 0;
-	}
-	int err = heist__submit_continuation(d);
-	if (err) {
-		if (out)
-			*out = NULL;
-		heist__job_discard(d);
-	}
-	return err;
+	return after_at_once(d, r, flags, NULL, out);
 }
 
 static void
@@ -451,28 +462,14 @@ after_check(heist_pool **pool, heist_future *const *inputs, size_t n, heist_fn f
 	return 0;
 }
 
-/* D's inputs were all final at the call: queue it now, or end it, as the last input
- * would have; but a D that cannot be queued is taken back (nobody else has seen it)
- * and the call fails. */
+/* D's table settled at the call (every input final): after_at_once. */
 static int
 after_settled_at_once(struct heist_future *d, struct all *a, struct heist_group *g,
 		      heist_future **out)
 {
 	uint32_t flags = a->flags;	/* before the settle: a may go with it */
 	int r = all_settle(a);
-	if (r && !(flags & HEIST_AFTER_ALWAYS)) {
-		after_ready(d, r, 0);
-		return 0;
-	}
-	int err = heist__submit_continuation(d);
-	if (err) {
-		if (out)
-			*out = NULL;
-		heist__job_discard(d);
-		if (g)
-			heist__group_count_out(g);	/* counted in, never fired */
-	}
-	return err;
+	return after_at_once(d, r, flags, g, out);
 }
 
 HEIST_EXPORT int

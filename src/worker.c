@@ -404,10 +404,11 @@ loop_done(struct worker *w)
  * capped at IDLE_GAP_CAP_NS. From an average of LIGHT_ENTER_NS, an idle search ends
  * at its first empty round that sees every worker idle, and the worker sleeps (a
  * further 2 us of spinning there, as before, caught no arrival 50 us apart and made
- * W9's 20,000/s cost 1.35-1.8x the condvar pool's CPU; without it 0.75-1.15x); under
+ * W9's 20,000/s cost 1.15-2.05x the condvar pool's CPU; without it 0.70-1.15x); under
  * LIGHT_LEAVE_NS they are full again (the gap between the two keeps a load that
- * wanders near one threshold from flipping, which costs sleeps and wakes). Clocked,
- * not counted in rounds: a pause lasts 10 ns on one x86 and 40 on another. The rule
+ * wanders near one threshold from flipping, which costs sleeps and wakes). The gaps
+ * are clocked, not counted in search rounds: a pause lasts 10 ns on one x86 and 40 on
+ * another. The rule
  * looks at the pool, not at this worker's luck: a worker that loses every race to a
  * busy neighbour keeps spinning. */
 static const int64_t LIGHT_ENTER_NS = 30000, LIGHT_LEAVE_NS = 15000;

@@ -369,16 +369,24 @@ wait_for_own_dependent(void *arg)
 	return r == 2 ? 0 : -2;
 }
 
+/* Run waiter(pool) as the only task of a one-worker pool with no spare; it returns 0
+ * once its wait finished, which only running the dependent's inputs can do. */
+static void
+on_a_lone_worker(heist_fn waiter)
+{
+	struct heist_config cfg = {.threads = 1, .max_spares = HEIST_SPARES_NONE};
+	heist_pool *pool = make_pool_cfg(&cfg);
+	heist_future *z;
+	assert_int_equal(heist_submit(pool, waiter, pool, &z), 0);
+	assert_int_equal(watched(z), 0);
+	heist_pool_destroy(pool);
+}
+
 static void
 waiting_for_it_on_a_lone_worker_runs_its_inputs(void **state)
 {
 	(void)state;
-	struct heist_config cfg = {.threads = 1, .max_spares = HEIST_SPARES_NONE};
-	heist_pool *pool = make_pool_cfg(&cfg);
-	heist_future *z;
-	assert_int_equal(heist_submit(pool, wait_for_own_dependent, pool, &z), 0);
-	assert_int_equal(watched(z), 0);
-	heist_pool_destroy(pool);
+	on_a_lone_worker(wait_for_own_dependent);
 }
 
 static void
@@ -518,12 +526,7 @@ one_input_follows_the_same_rules(void **state)
 	assert_int_equal(atomic_load(&seen.runs), 0);
 	heist_pool_destroy(pool);
 
-	struct heist_config cfg = {.threads = 1, .max_spares = HEIST_SPARES_NONE};
-	heist_pool *lone = make_pool_cfg(&cfg);
-	heist_future *z;
-	assert_int_equal(heist_submit(lone, wait_for_own_one_input_dependent, lone, &z), 0);
-	assert_int_equal(watched(z), 0);
-	heist_pool_destroy(lone);
+	on_a_lone_worker(wait_for_own_one_input_dependent);
 }
 
 static void
