@@ -51,7 +51,7 @@ static const char *const impl_names[] = {
 	/* variants of heist, also selected by "heist" (unless --exact) */
 	"heist-outside", "heist-nested", "heist-prof", "heist-sample", "heist-pin",
 	"heist-futures", "heist-group", "heist-then", "heist-wait", "heist-det",
-	"heist-foreach", "heist-graph",
+	"heist-foreach", "heist-graph", "heist-worker",
 	/* the C++ API's rows (w_cxx.cpp), with a C++ compiler */
 	"heist-cxx", "heist-cxx-futures",
 };
@@ -101,8 +101,8 @@ usage(FILE *f)
 	      f);
 	fputs(" (and its\n                 variants heist-outside, heist-nested, heist-prof,\n"
 	      "                 heist-sample, heist-pin, heist-futures, heist-group,\n"
-	      "                 heist-then, heist-wait, heist-foreach, heist-cxx,\n"
-	      "                 heist-cxx-futures)", f);
+	      "                 heist-then, heist-wait, heist-foreach, heist-worker,\n"
+	      "                 heist-cxx, heist-cxx-futures)", f);
 #ifdef HEIST_BENCH_OMP
 	fputs(", omp", f);
 #endif

@@ -5,12 +5,14 @@
  * sync it counts are those a user's build gets (bench/w_fib.c, built with the
  * project's flags, may be inlined and optimised differently).
  *
- *     heist-bench-user serial|heist|typed N
+ *     heist-bench-user serial|heist|typed|worker N [workers]
  *
  * runs fib(N) serially on a thread of its own, or as fork-join on a pool of one
- * worker, and exits 0 if the answer is right: `heist` with heist_spawn and heist_sync
- * of an argument struct, as a peer driver of plain calls is written, `typed` with
- * a typed task (HEIST_TASK_1), as Lace's driver is written with its typed tasks. */
+ * worker (or of `workers`, for W1's time beside Lace's -w 2), and exits 0 if the
+ * answer is right: `heist` with heist_spawn and heist_sync of an argument struct, as
+ * a peer driver of plain calls is written, `typed` with a typed task (HEIST_TASK_1),
+ * as Lace's driver is written with its typed tasks, `worker` with a worker-passing
+ * task (HEIST_WORKER_TASK_1), as Lace's tasks receive their worker. */
 #include <heist/heist.h>
 
 #include <pthread.h>
@@ -68,6 +70,28 @@ typed_root(void *p)
 	return 0;
 }
 
+static long fib_w(heist_worker *w, int n);
+HEIST_WORKER_TASK_1(fib_w_child, long, fib_w, int)
+
+static long
+fib_w(heist_worker *w, int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_w_child t;
+	fib_w_child_spawn(w, &t, n - 1);
+	long b = fib_w(w, n - 2);
+	return fib_w_child_sync(w, &t) + b;
+}
+
+static int
+worker_root(void *p)
+{
+	struct fib *f = p;
+	f->r = fib_w(heist_worker_self(), f->n);
+	return 0;
+}
+
 static void *
 serial_thread(void *p)
 {
@@ -91,8 +115,8 @@ fib_closed(int n)
 int
 main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: heist-bench-user serial|heist|typed N\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: heist-bench-user serial|heist|typed|worker N [workers]\n");
 		return 2;
 	}
 	struct fib f = {atoi(argv[2]), 0};
@@ -101,12 +125,16 @@ main(int argc, char **argv)
 		pthread_t t;
 		if (pthread_create(&t, NULL, serial_thread, &f) || pthread_join(t, NULL))
 			return 1;
-	} else if (strcmp(argv[1], "heist") == 0 || strcmp(argv[1], "typed") == 0) {
-		struct heist_config cfg = {.threads = 1, .spin = 1};
+	} else if (strcmp(argv[1], "heist") == 0 || strcmp(argv[1], "typed") == 0 ||
+		   strcmp(argv[1], "worker") == 0) {
+		unsigned workers = argc == 4 ? (unsigned)atoi(argv[3]) : 1;
+		struct heist_config cfg = {.threads = workers, .spin = workers == 1 ? 1 : 0};
 		heist_pool *pool;
 		if (heist_pool_create(&pool, &cfg))
 			return 1;
-		int rc = heist_run(pool, argv[1][0] == 'h' ? fib_task : typed_root, &f);
+		heist_fn root = argv[1][0] == 'h' ? fib_task
+				: argv[1][0] == 't' ? typed_root : worker_root;
+		int rc = heist_run(pool, root, &f);
 		heist_pool_destroy(pool);
 		if (rc)
 			return 1;

@@ -8,7 +8,8 @@
  * a TSC read per spawn, start and end), for its cost per spawn; heist-sample, the same
  * recording one task in 64 (profile_every);
  * heist-pin, workers pinned one per core (HEIST_PIN_CORE), to show pinning costs
- * nothing. With a C++ compiler, heist-cxx rows (1 and --threads workers): the same
+ * nothing; heist-worker (1 and --threads workers), a worker-passing task
+ * (HEIST_WORKER_TASK_1) instead of heist_spawn of an argument struct. With a C++ compiler, heist-cxx rows (1 and --threads workers): the same
  * recursion with heist::join (cxx.h), whose overhead per spawn is compared with the C
  * API's (issue 15: at most 1.1x). */
 #include "workloads.h"
@@ -60,6 +61,40 @@ heist_fib(heist_pool *pool, int n)
 	return a.r;
 }
 
+/* The same recursion as a worker-passing task (HEIST_WORKER_TASK_1): the worker passed
+ * down, the child's value returned by its sync (issue 41). */
+static long fib_w(heist_worker *w, int n);
+HEIST_WORKER_TASK_1(fib_w_child, long, fib_w, int)
+
+static long
+fib_w(heist_worker *w, int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_w_child t;
+	fib_w_child_spawn(w, &t, n - 1);
+	long b = fib_w(w, n - 2);
+	return fib_w_child_sync(w, &t) + b;
+}
+
+static int
+fib_w_root(void *p)
+{
+	struct fib_arg *a = p;
+	a->r = fib_w(heist_worker_self(), a->n);
+	return 0;
+}
+
+static long
+heist_fib_w(heist_pool *pool, int n)
+{
+	struct fib_arg a = { n, 0 };
+	int err = heist_run(pool, fib_w_root, &a);
+	if (err)
+		bench_fail("W1 fib: heist_run returned %d", err);
+	return a.r;
+}
+
 long w1_serial(int n) { return fib(n); }
 long w1_heist(heist_pool *pool, int n) { return heist_fib(pool, n); }
 
@@ -67,6 +102,7 @@ long w1_heist(heist_pool *pool, int n) { return heist_fib(pool, n); }
 static void run_serial(struct bench_job *j) { j->answer.value = fib((int)j->p.a); }
 static void run_heist(struct bench_job *j) { j->answer.value = heist_fib(j->pool, (int)j->p.a); }
 static void run_peer(struct bench_job *j) { j->answer.value = j->peer->fib(j->threads, (int)j->p.a); }
+static void run_worker(struct bench_job *j) { j->answer.value = heist_fib_w(j->pool, (int)j->p.a); }
 #ifdef HEIST_BENCH_CXX
 static void run_cxx(struct bench_job *j) { j->answer.value = cxx_fib(j->pool, (int)j->p.a); }
 #endif
@@ -78,6 +114,8 @@ static const struct bench_impl impls[] = {
 	{ "heist-prof", THREADS, POOL_HEIST_PROF, .run = run_heist },
 	{ "heist-sample", THREADS, POOL_HEIST_SAMPLE, .run = run_heist },
 	{ "heist-pin", THREADS, POOL_HEIST_PIN, .run = run_heist },
+	{ "heist-worker", 1, POOL_HEIST, .run = run_worker },
+	{ "heist-worker", THREADS, POOL_HEIST, .run = run_worker },
 #ifdef HEIST_BENCH_CXX
 	{ "heist-cxx", 1, POOL_HEIST, .run = run_cxx },
 	{ "heist-cxx", THREADS, POOL_HEIST, .run = run_cxx },

@@ -2,7 +2,8 @@
 /* w_nqueens.c - W2 nqueens, BOTS style: irregular fork-join with small copies. A task
  * per (row, safe column) pair, no cutoff; each child owns a copy of the board prefix
  * (struct nq_arg in the parent's frame); the parent sums its children's counts. The
- * serial version is the same recursion with plain calls, copies included. */
+ * serial version is the same recursion with plain calls, copies included; heist-worker
+ * the same with worker-passing tasks (HEIST_WORKER_VOID_TASK_1). */
 #include "workloads.h"
 
 #include "kernels.h"
@@ -45,6 +46,39 @@ nqueens_task(void *p)
 	return 0;
 }
 
+/* The same with worker-passing tasks (HEIST_WORKER_VOID_TASK_1): each child gets the
+ * worker that runs it, and its sync calls nqueens_w directly (issue 41). */
+static void nqueens_w(heist_worker *w, struct nq_arg *a);
+HEIST_WORKER_VOID_TASK_1(nq_w_child, nqueens_w, struct nq_arg *)
+
+static void
+nqueens_w(heist_worker *w, struct nq_arg *a)
+{
+	if (nq_solved(a))
+		return;
+	struct nq_arg kid[NQ_MAX];
+	struct nq_w_child t[NQ_MAX];
+	int k = 0;
+	for (int col = nq_next(a, 0); col < a->n; col = nq_next(a, col + 1)) {
+		nq_child(&kid[k], a, col);
+		nq_w_child_spawn(w, &t[k], &kid[k]);
+		k++;
+	}
+	long count = 0;
+	while (k--) {
+		nq_w_child_sync(w, &t[k]);
+		count += kid[k].count;
+	}
+	a->count = count;
+}
+
+static int
+nqueens_w_root(void *p)
+{
+	nqueens_w(heist_worker_self(), p);
+	return 0;
+}
+
 /* The size's p.a is n. */
 static void
 run_serial(struct bench_job *j)
@@ -65,6 +99,16 @@ run_heist(struct bench_job *j)
 }
 
 static void
+run_worker(struct bench_job *j)
+{
+	struct nq_arg root = { .n = (int)j->p.a };
+	int err = heist_run(j->pool, nqueens_w_root, &root);
+	if (err)
+		bench_fail("W2 nqueens: heist_run returned %d", err);
+	j->answer.value = root.count;
+}
+
+static void
 run_peer(struct bench_job *j)
 {
 	j->answer.value = j->peer->nqueens(j->threads, (int)j->p.a);
@@ -74,6 +118,8 @@ static const struct bench_impl impls[] = {
 	{ "serial", 1, POOL_NONE, .run = run_serial },
 	{ "heist", 1, POOL_HEIST, .run = run_heist },
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist },
+	{ "heist-worker", 1, POOL_HEIST, .run = run_worker },
+	{ "heist-worker", THREADS, POOL_HEIST, .run = run_worker },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
 };

@@ -3,7 +3,8 @@
  * work (64 rounds of mix); the root has 2000 children, any other node 8 (probability
  * 0.124875) or none, so the tree is near-critical: thin, deep (~2000 levels) and
  * unpredictable. Each child is a task; the result is (nodes, sum of h mod 2^64).
- * heist-pin: heist with --threads workers pinned one per core (HEIST_PIN_CORE). */
+ * heist-pin: heist with --threads workers pinned one per core (HEIST_PIN_CORE);
+ * heist-worker: worker-passing tasks (HEIST_WORKER_VOID_TASK_1). */
 #include "workloads.h"
 
 #include "kernels.h"
@@ -46,6 +47,35 @@ uts_task(void *p)
 	return 0;
 }
 
+/* The same with worker-passing tasks (HEIST_WORKER_VOID_TASK_1, issue 41). */
+static void uts_w(heist_worker *w, struct uts_node *node);
+HEIST_WORKER_VOID_TASK_1(uts_w_child, uts_w, struct uts_node *)
+
+static void
+uts_w(heist_worker *w, struct uts_node *node)
+{
+	int n = uts_visit(node);
+	if (n == 0)
+		return;
+	struct uts_node kid[n];
+	struct uts_w_child t[n];
+	for (int i = 0; i < n; i++) {
+		uts_child(&kid[i], node, i);
+		uts_w_child_spawn(w, &t[i], &kid[i]);
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		uts_w_child_sync(w, &t[i]);
+		uts_add(node, &kid[i]);
+	}
+}
+
+static int
+uts_w_root(void *p)
+{
+	uts_w(heist_worker_self(), p);
+	return 0;
+}
+
 static void
 answer(struct bench_job *j, struct uts_result r)
 {
@@ -71,6 +101,16 @@ run_heist(struct bench_job *j)
 	answer(j, root.r);
 }
 
+static void
+run_worker(struct bench_job *j)
+{
+	struct uts_node root = { .seed = j->p.a, .depth = 0 };
+	int err = heist_run(j->pool, uts_w_root, &root);
+	if (err)
+		bench_fail("W3 uts: heist_run returned %d", err);
+	answer(j, root.r);
+}
+
 static void run_peer(struct bench_job *j) { answer(j, j->peer->uts(j->threads, j->p.a)); }
 
 static const struct bench_impl impls[] = {
@@ -78,6 +118,8 @@ static const struct bench_impl impls[] = {
 	{ "heist", 1, POOL_HEIST, .run = run_heist },
 	{ "heist", THREADS, POOL_HEIST, .run = run_heist },
 	{ "heist-pin", THREADS, POOL_HEIST_PIN, .run = run_heist },
+	{ "heist-worker", 1, POOL_HEIST, .run = run_worker },
+	{ "heist-worker", THREADS, POOL_HEIST, .run = run_worker },
 	{ "omp", THREADS, POOL_PEER, .run = run_peer },
 	{ "tbb", THREADS, POOL_PEER, .run = run_peer },
 };

@@ -225,6 +225,14 @@ heist__spawn_take_back(heist_task *ht)
 	}
 }
 
+/* The worker itself, or heist__nobody: the worker-passing tasks' fast paths read the
+ * same bounds from it as heist_spawn's and heist_sync's read through the thread's. */
+HEIST_EXPORT heist_worker *
+(heist_worker_self)(void)
+{
+	return (heist_worker *)heist__self_v2;
+}
+
 HEIST_EXPORT int
 heist_join(heist_fn a, void *arg_a, heist_fn b, void *arg_b)
 {

@@ -2,7 +2,8 @@
 /* inline-consumer.c - a user's fork-join code, as tests/check-inlined.py compiles it:
  * with plain flags at -O1 and above, every heist_spawn and heist_sync here must be
  * inline, with no function of the fast paths' own (heist__spawn_inline, ...) that a
- * call reaches. A fib, a loop of spawns, a typed task (HEIST_TASK_1) and a function
+ * call reaches. A fib, a loop of spawns, a typed task (HEIST_TASK_1), a worker-passing
+ * one (HEIST_WORKER_TASK_1) and a function
  * of four spawn sites: with one site gcc inlines anyway; with these it did not, before
  * the fast paths were always_inline (gcc 12 -O2 kept heist__spawn_inline out of
  * line). Only compiled. */
@@ -77,6 +78,22 @@ fib_typed(int n)
 	return fib_child_sync(&t) + b;
 }
 
+/* A worker-passing task (HEIST_WORKER_TASK_1): inline too, and no heist_worker_self
+ * call but the root's. */
+static long fib_w(heist_worker *w, int n);
+HEIST_WORKER_TASK_1(fib_w_child, long, fib_w, int)
+
+static long
+fib_w(heist_worker *w, int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_w_child t;
+	fib_w_child_spawn(w, &t, n - 1);
+	long b = fib_w(w, n - 2);
+	return fib_w_child_sync(w, &t) + b;
+}
+
 static int
 four_task(void *p)
 {
@@ -93,7 +110,8 @@ four_task(void *p)
 	rc |= heist_sync(&t[2]);
 	rc |= heist_sync(&t[1]);
 	rc |= heist_sync(&t[0]);
-	*(long *)p = f[0].r + f[1].r + g.r + f[3].r + fib_typed(20);
+	*(long *)p = f[0].r + f[1].r + g.r + f[3].r + fib_typed(20) +
+		     fib_w(heist_worker_self(), 20);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <heist/heist.h>
 #include <heist/profile.h>
 
+#include <errno.h>
 #include <stdio.h>
 
 struct fib {
@@ -53,6 +54,29 @@ add_to(long *sum, long x)
 }
 HEIST_VOID_TASK_2(add_child, add_to, long *, long)
 
+/* A worker-passing task (HEIST_WORKER_TASK_1) and a void one. */
+static long fib_w(heist_worker *w, int n);
+HEIST_WORKER_TASK_1(fib_w_child, long, fib_w, int)
+
+static long
+fib_w(heist_worker *w, int n)
+{
+	if (n < 2)
+		return n;
+	struct fib_w_child t;
+	fib_w_child_spawn(w, &t, n - 1);
+	long b = fib_w(w, n - 2);
+	return fib_w_child_sync(w, &t) + b;
+}
+
+static void
+add_w(heist_worker *w, long *sum, long x)
+{
+	(void)w;
+	*sum += x;
+}
+HEIST_WORKER_VOID_TASK_2(add_w_child, add_w, long *, long)
+
 static int
 typed_root(void *arg)
 {
@@ -60,6 +84,10 @@ typed_root(void *arg)
 	struct add_child t;
 	add_child_spawn(&t, r, fib_typed(15));
 	add_child_sync(&t);
+	heist_worker *w = heist_worker_self();
+	struct add_w_child u;
+	add_w_child_spawn(w, &u, r, fib_w(w, 10));
+	add_w_child_sync(w, &u);
 	return 0;
 }
 
@@ -92,6 +120,8 @@ main(void)
 	long typed = 0;
 	if (!err)
 		err = heist_run(pool, typed_root, &typed);
+	if (!err && typed != 610 + 55)	/* fib(15) + fib(10) */
+		err = EINVAL;
 	if (!err)
 		err = heist_for_each(pool, 0, 1000, 0, sum_range, NULL);
 	struct heist_latency_report rep;

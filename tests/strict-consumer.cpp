@@ -35,10 +35,37 @@ static long fib_typed(int n)
 	return fib_child_sync(&t) + b;
 }
 
+// The worker-passing forms: the C macro, and heist::join with the worker.
+static long fib_w(heist_worker *w, int n);
+HEIST_WORKER_TASK_1(fib_w_child, long, fib_w, int)
+
+static long fib_w(heist_worker *w, int n)
+{
+	if (n < 2)
+		return n;
+	fib_w_child t;
+	fib_w_child_spawn(w, &t, n - 1);
+	long b = fib_w(w, n - 2);
+	return fib_w_child_sync(w, &t) + b;
+}
+
+static long fib_join_w(heist::worker w, int n)
+{
+	if (n < 2)
+		return n;
+	auto [a, b] = heist::join(w, [n](heist::worker v) { return fib_join_w(v, n - 1); },
+				  [n](heist::worker v) { return fib_join_w(v, n - 2); });
+	return a + b;
+}
+
 int main()
 {
 	heist::pool pool(2);
 	long r = pool.run([] { return fib(20) + fib_typed(10); });
+	r += pool.run([] {
+		heist::worker w = heist::worker::self();
+		return fib_w(w.get(), 10) + fib_join_w(w, 10);
+	});
 	auto f = pool.submit([](int a, int b) { return a + b; }, 2, 3);
 	auto s = pool.submit([](const std::string &x) { return x + "!"; }, std::string("heist"));
 	auto chained = pool.submit([] { return 20; }).then([](int x) { return x + 1; });
@@ -94,5 +121,5 @@ int main()
 	std::printf("%ld %d %s %d %d %.0f %ld %d %d %ld %zu\n", r, f.get(), s.get().c_str(),
 		    chained.get(), c.get(), sum, g, after.get(), after_many.get(), cells[2],
 		    from_promise.get());
-	return 0;
+	return r == 6765 + 55 + 55 + 55 ? 0 : 1;	// fib(20) + fib(10), thrice
 }

@@ -1419,6 +1419,57 @@ join_exceptions()
 	}
 }
 
+// join(worker, a, b): each half receives the worker of the thread that runs it (a
+// thief's when stolen), results and exceptions as join(a, b), no allocation.
+static std::atomic<int> wrong_worker{0};
+
+static long
+fib_w(heist::worker w, int n)
+{
+	if (w != heist::worker::self())
+		wrong_worker++;
+	if (n < 2)
+		return n;
+	auto [a, b] = heist::join(w, [n](heist::worker v) { return fib_w(v, n - 1); },
+				  [n](heist::worker v) { return fib_w(v, n - 2); });
+	return a + b;
+}
+
+static void
+join_with_the_worker()
+{
+	heist::pool pool(2);
+	int n = 18 + SCALE;
+	CHECK(pool.run([n] { return fib_w(heist::worker::self(), n); }) == fib_serial(n));
+	long before = allocs();
+	CHECK(pool.run([n] { return fib_w(heist::worker::self(), n); }) == fib_serial(n));
+	CHECK(allocs() == before);
+	CHECK(wrong_worker.load() == 0);
+	std::atomic<int> both{0};
+	pool.run([&both] {
+		heist::join(heist::worker::self(), [&both](heist::worker) { both++; },
+			    [&both](heist::worker) { both += 2; });
+	});
+	CHECK(both.load() == 3);
+	try {
+		pool.run([] {
+			return heist::join(heist::worker::self(),
+					   [](heist::worker) -> int { throw my_error(5); },
+					   [](heist::worker) -> int { throw my_error(6); }).first;
+		});
+		CHECK(false);
+	} catch (const my_error &e) {
+		CHECK(e.code == 5);	// a's first
+	}
+	// Outside a worker: the stand-in; b runs at once, then a.
+	std::vector<int> order;
+	heist::join(heist::worker::self(), [&order](heist::worker) { order.push_back(1); },
+		    [&order](heist::worker) { order.push_back(2); });
+	CHECK(order.size() == 2 && order[0] == 2 && order[1] == 1);
+	CHECK(fib_w(heist::worker::self(), 15) == 610);
+	CHECK(wrong_worker.load() == 0);
+}
+
 static void
 task_group_spawns()
 {
@@ -1607,6 +1658,7 @@ static const test tests[] = {
 	T(reduce_sums_and_order),
 	T(reduce_exceptions),
 	T(join_results_and_no_allocation),
+	T(join_with_the_worker),
 	T(join_exceptions),
 	T(task_group_spawns),
 	T(task_group_exceptions),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test-fork.c - fork-join: spawn/sync and join checked on workloads with known answers
  * (W1 fib, W2 nqueens, W3 uts of docs/workloads.md), typed tasks (HEIST_TASK_n) with
- * their values and arguments, many spawns in one frame,
+ * their values and arguments, worker-passing tasks (HEIST_WORKER_TASK_n) beside them,
+ * many spawns in one frame,
  * spawn/sync/join outside a worker (inline), heist_run from several threads at once, deep
  * recursion, no heap allocation on the spawn/sync path (counted by faults.c), and
  * futures mixed with spawns inside tasks; suite 'slow' runs the fib tests larger.
@@ -284,6 +285,160 @@ typed_tasks_of_four_arguments_and_void_ones(void **state)
 	assert_int_equal(atomic_load(&errors), 0);
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(atomic_load(&typed_runs[i]), rounds);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Worker-passing tasks (HEIST_WORKER_TASK_n, HEIST_WORKER_VOID_TASK_n)                */
+
+/* W1 with the worker passed down. Every body checks that the worker it was given is
+ * its thread's: the spawner's when its sync ran it, the thief's when it was stolen. */
+static long fib_w(heist_worker *w, int n);
+HEIST_WORKER_TASK_1(fib_w_child, long, fib_w, int)
+
+static long
+fib_w(heist_worker *w, int n)
+{
+	if (w != heist_worker_self())
+		atomic_fetch_add(&errors, 1);
+	if (n < 2)
+		return n;
+	struct fib_w_child t;
+	fib_w_child_spawn(w, &t, n - 1);
+	long b = fib_w(w, n - 2);
+	return fib_w_child_sync(w, &t) + b;
+}
+
+static int
+fib_w_root(void *arg)
+{
+	struct fib *f = arg;
+	f->r = fib_w(heist_worker_self(), f->n);
+	return 0;
+}
+
+static void
+worker_fib_is_right_on_1_2_4_workers(void **state)
+{
+	(void)state;
+	atomic_store(&errors, 0);
+	check_fib_on_pools(fib_w_root);
+	assert_int_equal(atomic_load(&errors), 0);
+}
+
+static void
+stats_count_every_worker_spawn(void **state)
+{
+	(void)state;
+	check_stats_count_every_spawn(fib_w_root);
+}
+
+/* Four arguments and a struct value; a void function; and, in the same frame, typed
+ * tasks and heist_spawn of fib_spawn (common.h), all on the one deque: 32 of each
+ * spawned, synced in reverse, every value checked. */
+static struct mixed
+mixed_w(heist_worker *w, double x, const int *p, char c, long long k)
+{
+	if (w != heist_worker_self())
+		atomic_fetch_add(&errors, 1);
+	return mixed_fn(x, p, c, k);
+}
+HEIST_WORKER_TASK_4(mixed_w_child, struct mixed, mixed_w, double, const int *, char, long long)
+
+static void
+note_w(heist_worker *w, unsigned i, unsigned expect)
+{
+	if (w != heist_worker_self())
+		atomic_fetch_add(&errors, 1);
+	note_run(i, expect);
+}
+HEIST_WORKER_VOID_TASK_2(note_w_child, note_w, unsigned, unsigned)
+
+static int
+worker_wide_task(void *arg)
+{
+	(void)arg;
+	enum { WIDE = 32 };
+	heist_worker *w = heist_worker_self();
+	struct mixed_w_child m[WIDE];
+	struct note_w_child v[WIDE];
+	struct note_child plain_typed[WIDE];
+	struct fib f[WIDE];
+	heist_task t[WIDE];
+	int keys[WIDE];
+
+	for (int i = 0; i < WIDE; i++) {
+		keys[i] = i * 7;
+		mixed_w_child_spawn(w, &m[i], i + 0.5, &keys[i], (char)('a' + (i * 7) % 26),
+				    (long long)i * 7);
+		note_child_spawn(&plain_typed[i], (unsigned)i, (unsigned)i);
+		f[i] = (struct fib){ .n = 10 + i % 8, .r = -1 };
+		heist_spawn(&t[i], fib_spawn, &f[i]);
+		note_w_child_spawn(w, &v[i], (unsigned)i, (unsigned)i);
+	}
+	for (int i = WIDE; i-- > 0;) {
+		note_w_child_sync(w, &v[i]);
+		if (heist_sync(&t[i]) != 0 || f[i].r != fib_serial(10 + i % 8))
+			atomic_fetch_add(&errors, 1);
+		note_child_sync(&plain_typed[i]);
+		struct mixed r = mixed_w_child_sync(w, &m[i]);
+		if (r.x != (i + 0.5) * 2 || r.k != (long long)i * 7 + 1)
+			atomic_fetch_add(&errors, 1);
+	}
+	return 0;
+}
+
+static void
+worker_tasks_mix_with_typed_and_plain_spawns(void **state)
+{
+	(void)state;
+	atomic_store(&errors, 0);
+	for (int i = 0; i < 64; i++)
+		atomic_store(&typed_runs[i], 0);
+	unsigned rounds = 0;
+	for (unsigned threads = 1; threads <= 4; threads *= 2) {
+		heist_pool *pool = make_pool(threads);
+		for (int rep = 0; rep < 200; rep++, rounds++)
+			assert_int_equal(heist_run(pool, worker_wide_task, NULL), 0);
+		heist_pool_destroy(pool);
+	}
+	assert_int_equal(atomic_load(&errors), 0);
+	for (int i = 0; i < 32; i++)	/* note_w_child and note_child: two per round */
+		assert_int_equal(atomic_load(&typed_runs[i]), 2 * rounds);
+}
+
+/* On a thread that is no worker, heist_worker_self() is a stand-in: every spawn runs
+ * its task at once, and its sync returns the value; the same inside a plain task
+ * given that stand-in, where the stand-in's bounds send every spawn to the library. */
+static int
+stale_stand_in_task(void *arg)
+{
+	heist_worker *outside = arg;
+	struct fib_w_child t;
+	fib_w_child_spawn(outside, &t, 15);	/* pushed on this worker's deque */
+	long b = fib_w(heist_worker_self(), 14);
+	return fib_w_child_sync(outside, &t) + b == 987 ? 0 : EINVAL;
+}
+
+static void
+worker_tasks_outside_a_pool_run_at_once(void **state)
+{
+	(void)state;
+	atomic_store(&errors, 0);
+	heist_worker *w = heist_worker_self();
+	assert_non_null(w);
+	assert_ptr_equal(w, (heist_worker_self)());
+	struct fib_w_child t;
+	fib_w_child_spawn(w, &t, 20);
+	assert_int_equal(fib_w_child_sync(w, &t), 6765);
+	struct note_w_child v;
+	note_w_child_spawn(w, &v, 3, 3);
+	note_w_child_sync(w, &v);
+	assert_int_equal(worker_wide_task(NULL), 0);
+	heist_pool *pool = make_pool(2);
+	for (int rep = 0; rep < 100; rep++)
+		assert_int_equal(heist_run(pool, stale_stand_in_task, w), 0);
+	heist_pool_destroy(pool);
+	assert_int_equal(atomic_load(&errors), 0);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -885,6 +1040,10 @@ main(void)
 		cmocka_unit_test(typed_fib_is_right_on_1_2_4_workers),
 		cmocka_unit_test(stats_count_every_typed_spawn),
 		cmocka_unit_test(typed_tasks_of_four_arguments_and_void_ones),
+		cmocka_unit_test(worker_fib_is_right_on_1_2_4_workers),
+		cmocka_unit_test(stats_count_every_worker_spawn),
+		cmocka_unit_test(worker_tasks_mix_with_typed_and_plain_spawns),
+		cmocka_unit_test(worker_tasks_outside_a_pool_run_at_once),
 		cmocka_unit_test(spawn_sync_join_run_inline_outside_a_worker),
 		cmocka_unit_test(join_returns_the_first_nonzero_on_a_worker),
 		cmocka_unit_test(run_from_four_outside_threads_at_once),

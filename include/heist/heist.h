@@ -1393,6 +1393,164 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
 	}
 
 /* ---------------------------------------------------------------------------------- */
+/* Fork-join tasks that receive their worker                                          */
+
+/** The worker a fork-join computation runs on, passed down its recursion so that a
+ * spawn and a sync need not look it up (Lace's hidden worker argument, made
+ * explicit). Opaque. */
+typedef struct heist_worker heist_worker;
+
+/**
+ * The calling thread's worker, for the worker-passing tasks below: on a worker (or a
+ * spare, or the caller of heist_for_each inside its loop), that worker; on any other
+ * thread a stand-in, never NULL, with which a spawn runs its task at once as
+ * heist_spawn does there.
+ * The value belongs to the calling thread and to the frame that asked for it: pass
+ * it down to the calls this frame makes, never to another thread, and do not keep it
+ * past the task (or loop body) that asked. A worker-passing task's body receives the
+ * worker it runs on; a task run by the library (stolen, or synced by it) receives
+ * the worker of the thread that runs it.
+ * Any thread may call this; it is one thread-local read.
+ * @since 0.2
+ */
+HEIST_EXPORT heist_worker *heist_worker_self(void);
+
+/**
+ * HEIST_WORKER_TASK_1(name, R, fn, A1) ... HEIST_WORKER_TASK_4 declare, as HEIST_TASK_n
+ * does, a fork-join task type for a function whose first parameter is the worker:
+ * `R fn(heist_worker *w, A1, ...)`:
+ *
+ *     struct name;
+ *     void name_spawn(heist_worker *w, struct name *t, A1 a1, ...);
+ *     R    name_sync(heist_worker *w, struct name *t);
+ *
+ * w is the worker the calling function received (or heist_worker_self()'s value).
+ * Spawn and sync then read no thread-local variable: the common case of a spawn+sync
+ * pair is the deque's own loads, stores and compares, and the direct call of fn(w,
+ * ...) that a typed task's sync makes. It is HEIST_TASK_n's form otherwise, with its
+ * rules (t stays alive and untouched until name_sync returns, syncs in the reverse
+ * order of their spawns, fn must not throw in C++), and it mixes freely with
+ * heist_spawn, heist_sync and typed tasks in one frame: all push on the same deque.
+ * A task a thief steals runs with the thief's worker as w.
+ *
+ *     long fib(heist_worker *w, int n);
+ *     HEIST_WORKER_TASK_1(fib_task, long, fib, int)
+ *
+ *     long fib(heist_worker *w, int n)
+ *     {
+ *             if (n < 2)
+ *                     return n;
+ *             struct fib_task t;
+ *             fib_task_spawn(w, &t, n - 1);
+ *             long b = fib(w, n - 2);
+ *             return fib_task_sync(w, &t) + b;
+ *     }
+ *
+ *     static int root(void *arg)     // entered with heist_run(pool, root, &n)
+ *     {
+ *             int *n = arg;
+ *             return fib(heist_worker_self(), *n) == 832040 ? 0 : EINVAL;
+ *     }
+ * @since 0.2
+ */
+#define HEIST_WORKER_TASK_1(name, R, fn, A1)                                           \
+	HEIST__WTASK(name, R, fn, (A1 heist__a1;), (A1 heist__a1),                     \
+		     (t->heist__a1 = heist__a1;), (t->heist__a1))
+#define HEIST_WORKER_TASK_2(name, R, fn, A1, A2)                                       \
+	HEIST__WTASK(name, R, fn, (A1 heist__a1; A2 heist__a2;),                       \
+		     (A1 heist__a1, A2 heist__a2),                                     \
+		     (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),            \
+		     (t->heist__a1, t->heist__a2))
+#define HEIST_WORKER_TASK_3(name, R, fn, A1, A2, A3)                                   \
+	HEIST__WTASK(name, R, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),         \
+		     (A1 heist__a1, A2 heist__a2, A3 heist__a3),                       \
+		     (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;              \
+		      t->heist__a3 = heist__a3;),                                      \
+		     (t->heist__a1, t->heist__a2, t->heist__a3))
+#define HEIST_WORKER_TASK_4(name, R, fn, A1, A2, A3, A4)                               \
+	HEIST__WTASK(name, R, fn,                                                      \
+		     (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),        \
+		     (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),         \
+		     (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;              \
+		      t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),            \
+		     (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+
+/** HEIST_WORKER_VOID_TASK_1(name, fn, A1) ... HEIST_WORKER_VOID_TASK_4: the same for
+ * `void fn(heist_worker *w, A1, ...)`; name_sync returns nothing. @since 0.2 */
+#define HEIST_WORKER_VOID_TASK_1(name, fn, A1)                                         \
+	HEIST__WVOID_TASK(name, fn, (A1 heist__a1;), (A1 heist__a1),                   \
+			  (t->heist__a1 = heist__a1;), (t->heist__a1))
+#define HEIST_WORKER_VOID_TASK_2(name, fn, A1, A2)                                     \
+	HEIST__WVOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2;),                     \
+			  (A1 heist__a1, A2 heist__a2),                                \
+			  (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),       \
+			  (t->heist__a1, t->heist__a2))
+#define HEIST_WORKER_VOID_TASK_3(name, fn, A1, A2, A3)                                 \
+	HEIST__WVOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),       \
+			  (A1 heist__a1, A2 heist__a2, A3 heist__a3),                  \
+			  (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;         \
+			   t->heist__a3 = heist__a3;),                                 \
+			  (t->heist__a1, t->heist__a2, t->heist__a3))
+#define HEIST_WORKER_VOID_TASK_4(name, fn, A1, A2, A3, A4)                             \
+	HEIST__WVOID_TASK(name, fn,                                                    \
+			  (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),   \
+			  (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),    \
+			  (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;         \
+			   t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),       \
+			  (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+
+/* The worker-passing tasks' common body (internal): HEIST__TASK's, with w given to
+ * the spawn and sync fast paths (HEIST__SPAWN_ON, HEIST__POP_ON) and to fn. The
+ * library's run of a stolen task asks for its own thread's worker. */
+#define HEIST__WTASK_SPAWN(name, params, stores)                                        \
+	HEIST__TYPED void name##_spawn(heist_worker *heist__w, struct name *t,          \
+				       HEIST__ID params)                                \
+	{                                                                               \
+		HEIST__ID stores                                                        \
+		HEIST__SPAWN_ON(heist__w, &t->heist__task, name##_heist__run, t);       \
+	}
+#define HEIST__WTASK(name, R, fn, fields, params, stores, args)                         \
+	struct name {                                                                   \
+		heist_task heist__task;                                                 \
+		HEIST__ID fields                                                        \
+		R heist__r;                                                             \
+	};                                                                              \
+	static inline int name##_heist__run(void *heist__p)                             \
+	{                                                                               \
+		struct name *t = HEIST__STATIC(struct name *, heist__p);                \
+		t->heist__r = fn(heist_worker_self(), HEIST__ID args);                  \
+		return 0;                                                               \
+	}                                                                               \
+	HEIST__WTASK_SPAWN(name, params, stores)                                        \
+	HEIST__TYPED R name##_sync(heist_worker *heist__w, struct name *t)              \
+	{                                                                               \
+		if (HEIST__POP_ON(heist__w, &t->heist__task))                           \
+			return fn(heist__w, HEIST__ID args);                            \
+		(heist_sync)(HEIST__HERE(&t->heist__task));                             \
+		return t->heist__r;                                                     \
+	}
+#define HEIST__WVOID_TASK(name, fn, fields, params, stores, args)                       \
+	struct name {                                                                   \
+		heist_task heist__task;                                                 \
+		HEIST__ID fields                                                        \
+	};                                                                              \
+	static inline int name##_heist__run(void *heist__p)                             \
+	{                                                                               \
+		struct name *t = HEIST__STATIC(struct name *, heist__p);                \
+		fn(heist_worker_self(), HEIST__ID args);                                \
+		return 0;                                                               \
+	}                                                                               \
+	HEIST__WTASK_SPAWN(name, params, stores)                                        \
+	HEIST__TYPED void name##_sync(heist_worker *heist__w, struct name *t)           \
+	{                                                                               \
+		if (HEIST__POP_ON(heist__w, &t->heist__task)) {                         \
+			fn(heist__w, HEIST__ID args);                                   \
+			return;                                                         \
+		}                                                                       \
+		(heist_sync)(HEIST__HERE(&t->heist__task));                             \
+	}
+
+/* ---------------------------------------------------------------------------------- */
 /* Statistics                                                                         */
 
 /** One worker's counters, or the pool's totals. Counters only grow. */
@@ -1491,10 +1649,16 @@ HEIST_EXPORT int heist_pool_placement(const heist_pool *pool, unsigned index,
 #define HEIST__POP(t) heist__pop_inline(t)
 #define HEIST__HERE(t) heist__here(t)
 #define HEIST__TYPED HEIST__FAST
+#define HEIST__VIEW(w) HEIST__REINTERPRET(struct heist__worker_view *, w)
+#define HEIST__SPAWN_ON(w, t, fn, arg) heist__spawn_on(HEIST__VIEW(w), t, fn, arg)
+#define HEIST__POP_ON(w, t) heist__pop_on(HEIST__VIEW(w), t)
+#define heist_worker_self() HEIST__REINTERPRET(heist_worker *, heist__self())
 #else
 #define HEIST__POP(t) 0
 #define HEIST__HERE(t) (t)
 #define HEIST__TYPED static inline
+#define HEIST__SPAWN_ON(w, t, fn, arg) ((void)(w), (heist_spawn)(t, fn, arg))
+#define HEIST__POP_ON(w, t) ((void)(w), (void)(t), 0)
 #endif
 
 #ifdef __cplusplus

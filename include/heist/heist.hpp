@@ -1486,6 +1486,105 @@ join(A &&a, B &&b) -> detail::join_result<std::invoke_result_t<A>, std::invoke_r
 }
 
 /**
+ * The worker a fork-join computation runs on (heist_worker in C), for the join below
+ * whose halves receive it: passed down a recursion, it spares each spawn and sync the
+ * look-up of the thread's worker (on Windows a call each: there a recursion of joins
+ * runs several times faster with it; with gcc on x86-64 Linux the same instructions,
+ * and somewhat less time: docs/benchmarks.md). Belongs to the calling thread and to
+ * the frame that asked for it: pass it down, never to another thread.
+ */
+class worker {
+public:
+	/** The calling thread's worker, or a stand-in on a thread that is no worker
+	 *  (heist_worker_self). */
+	static worker self() noexcept { return worker(heist_worker_self()); }
+	explicit worker(heist_worker *w) noexcept : w_(w) {}
+	heist_worker *get() const noexcept { return w_; }
+	friend bool operator==(worker a, worker b) noexcept { return a.w_ == b.w_; }
+	friend bool operator!=(worker a, worker b) noexcept { return a.w_ != b.w_; }
+
+private:
+	heist_worker *w_;
+};
+
+namespace detail {
+
+/* join(worker, a, b)'s spawned half: b called with the worker of the thread that
+ * runs it (the spawner's by the sync's direct call, a thief's by the library). */
+template <class B, class RB>
+struct call_frame_w {
+	std::remove_reference_t<B> *fn;
+	result_slot<RB> result;
+	std::exception_ptr error;
+
+	void
+	call(heist_worker *w) noexcept
+	{
+		try {
+			result.set([this, w]() -> decltype(auto) {
+				return std::invoke(std::forward<B>(*fn), worker(w));
+			});
+		} catch (...) {
+			error = std::current_exception();
+		}
+	}
+
+	static int
+	run(void *p) noexcept
+	{
+		static_cast<call_frame_w *>(p)->call(heist_worker_self());
+		return 0;
+	}
+};
+
+} // namespace detail
+
+/**
+ * join(a, b) for halves that receive the worker: a(w) runs on the calling thread, b
+ * is spawned with w and called with the worker that runs it (w itself unless a thief
+ * took it), as HEIST_WORKER_TASK_n does in C. w is the worker the caller received, or
+ * worker::self(). Results, exceptions and the rules are join(a, b)'s.
+ *
+ *     long fib(heist::worker w, int n)
+ *     {
+ *             if (n < 2)
+ *                     return n;
+ *             auto [a, b] = heist::join(w, [n](heist::worker w) { return fib(w, n - 1); },
+ *                                       [n](heist::worker w) { return fib(w, n - 2); });
+ *             return a + b;
+ *     }
+ */
+template <class A, class B>
+auto
+join(worker w, A &&a, B &&b)
+	-> detail::join_result<std::invoke_result_t<A, worker>, std::invoke_result_t<B, worker>>
+{
+	using RA = std::invoke_result_t<A, worker>;
+	using RB = std::invoke_result_t<B, worker>;
+	detail::call_frame_w<B, RB> fb{&b, {}, {}};
+	heist_task t;
+	heist_fn run_b = &detail::call_frame_w<B, RB>::run;
+	HEIST__SPAWN_ON(w.get(), &t, run_b, &fb);
+	detail::result_slot<RA> ra;
+	std::exception_ptr ea;
+	try {
+		ra.set([&a, w]() -> decltype(auto) { return std::invoke(std::forward<A>(a), w); });
+	} catch (...) {
+		ea = std::current_exception();
+	}
+	if (HEIST__POP_ON(w.get(), &t))
+		fb.call(w.get());
+	else
+		(heist_sync)(&t);
+	if (ea)
+		std::rethrow_exception(ea);
+	if (fb.error)
+		std::rethrow_exception(fb.error);
+	if constexpr (!(std::is_void_v<RA> && std::is_void_v<RB>))
+		return {detail::take_part(ra), detail::take_part(fb.result)};
+}
+
+/**
  * A fork-join scope (not oneTBB's task_group, whose dynamic use, any number of
  * submitted jobs waited for together, is heist_group_* in C): spawning in a scope,
  * with zero heap allocation: up to N children at once,

@@ -227,9 +227,8 @@ heist__push(struct heist__worker_view *w, void **h, heist_task *t, heist_fn fn, 
  * first: a thief reaches t only through the library's publish, a release store that
  * orders all of these before it. */
 HEIST__FAST void
-heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
+heist__spawn_on(struct heist__worker_view *w, heist_task *t, heist_fn fn, void *arg)
 {
-	struct heist__worker_view *w = heist__self();
 	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
 	uintptr_t limit = __atomic_load_n(&w->limit, __ATOMIC_RELAXED);
 	/* head between split and limit: the owner's private window as its last slow
@@ -256,15 +255,20 @@ heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
 	(heist_spawn)(t, fn, arg);
 }
 
+HEIST__FAST void
+heist__spawn_inline(heist_task *t, heist_fn fn, void *arg)
+{
+	heist__spawn_on(heist__self(), t, fn, arg);
+}
+
 /* Take t back from the bottom: whether it was there, private (above split), so that
  * its sync runs it now (heist_sync's fast path calls t's fn, a typed task's calls its
  * function directly: heist.h, HEIST_TASK_1). It is not there when spawn had to run t
  * at once, or a thief may have it, or the syncs came out of order: then the library's
  * heist_sync does all. */
 HEIST__FAST int
-heist__pop_inline(heist_task *t)
+heist__pop_on(struct heist__worker_view *w, heist_task *t)
 {
-	struct heist__worker_view *w = heist__self();
 	void **h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
 	uintptr_t split = __atomic_load_n(&w->split, __ATOMIC_RELAXED);
 	/* Private and t (the fast case); or, under the profiler, private, t, and not
@@ -281,6 +285,12 @@ heist__pop_inline(heist_task *t)
 		return 1;
 	}
 	return 0;
+}
+
+HEIST__FAST int
+heist__pop_inline(heist_task *t)
+{
+	return heist__pop_on(heist__self(), t);
 }
 
 HEIST__FAST int
