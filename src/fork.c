@@ -230,7 +230,7 @@ heist__spawn_take_back(heist_task *ht)
 HEIST_EXPORT heist_worker *
 (heist_worker_self)(void)
 {
-	return (heist_worker *)heist__self_v2;
+	return (heist_worker *)heist__self_view();
 }
 
 HEIST_EXPORT int

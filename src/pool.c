@@ -328,6 +328,10 @@ create(heist_pool **out, const struct heist_config *cfg)
 		heist__env_files_free(&files);
 		return EINVAL;
 	}
+	if ((err = heist__worker_slot_init())) {
+		heist__env_files_free(&files);
+		return err;
+	}
 	unsigned n = cfg->threads;
 	struct topology *topo;
 	if ((err = heist__topology_new(&topo, &n, cfg->pin))) {

@@ -35,12 +35,10 @@ const struct heist__worker_view heist__nobody = {
 #if HEIST__TLS_EXPORTED
 HEIST_EXPORT HEIST__TLS void *heist__self_v2 = (void *)&heist__nobody;
 #else
-HEIST__TLS void *heist__self_v2 = (void *)&heist__nobody;
-
 HEIST_EXPORT void *
 heist__self_get(void)
 {
-	return heist__self_v2;
+	return heist__self_view();
 }
 #endif
 

@@ -93,10 +93,8 @@ struct worker {
  * library. initial-exec: one %fs-relative load, not a __tls_get_addr call, even in the
  * shared library. */
 extern const struct heist__worker_view heist__nobody;
-#if !HEIST__TLS_EXPORTED
-extern HEIST__TLS void *heist__self_v2;	/* heist/inline.h calls heist__self_get */
-#endif
 
+#if HEIST__TLS_EXPORTED
 /* The worker running on this thread, or NULL. */
 static inline struct worker *
 heist__current(void)
@@ -111,6 +109,48 @@ heist__set_current(struct worker *w)
 {
 	heist__self_v2 = w ? (void *)w : (void *)&heist__nobody;
 }
+
+/* What heist/inline.h's fast paths start from: the worker, or heist__nobody. */
+static inline void *
+heist__self_view(void)
+{
+	return heist__self_v2;
+}
+
+/* Before a pool starts its first thread: 0, or EAGAIN (platform.h). */
+static inline int
+heist__worker_slot_init(void)
+{
+	return 0;
+}
+#else
+/* Windows: the platform's thread slot (platform.h), which holds NULL for no worker;
+ * heist/inline.h calls heist__self_get, which answers heist__nobody for it. */
+static inline struct worker *
+heist__current(void)
+{
+	return (struct worker *)heist__thread_slot_get();
+}
+
+static inline void
+heist__set_current(struct worker *w)
+{
+	heist__thread_slot_set(w);
+}
+
+static inline void *
+heist__self_view(void)
+{
+	struct worker *w = heist__current();
+	return w ? (void *)w : (void *)&heist__nobody;
+}
+
+static inline int
+heist__worker_slot_init(void)
+{
+	return heist__thread_slot_init();
+}
+#endif
 
 void heist__worker_main(void *arg);
 

@@ -130,6 +130,20 @@ void heist__once(heist__once_flag *o, void (*fn)(void));
 int heist__key_create(heist__key *k, void (*destructor)(void *));
 int heist__key_set(heist__key k, void *value);
 
+/* ---- the thread's worker ---------------------------------------------------------- */
+
+/* One pointer per thread, NULL until the thread sets it: the worker running on it
+ * (worker.h). Only where a library's thread-local variable cannot be read by its users'
+ * code (!HEIST__TLS_EXPORTED: Windows); elsewhere worker.h keeps it in a HEIST__TLS
+ * variable, one thread-pointer-relative load, and these are not built. On Windows a
+ * TLS slot read from the thread's own block: MinGW gcc emulates HEIST__TLS, a call
+ * and a lookup per access, and every heist_spawn and heist_sync reads this.
+ * heist__thread_slot_init before any set (0, or EAGAIN when the process has no slot
+ * left); a get before it answers NULL. */
+int heist__thread_slot_init(void);
+void *heist__thread_slot_get(void);
+void heist__thread_slot_set(void *p);
+
 /* ---- fork ------------------------------------------------------------------------- */
 
 /* Handlers around fork() (pthread_atfork): 0, or ENOSYS where the system has no fork

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* win/thread.c - platform.h's threads, locks, once, thread-exit keys and fork handlers
- * on Windows (Vista and later for SRW locks, one-time initialization and fiber-local
+/* win/thread.c - platform.h's threads, locks, once, thread-exit keys, the worker slot
+ * and fork handlers on Windows (Vista and later for SRW locks, one-time initialization and fiber-local
  * storage; names through SetThreadDescription where kernel32 has it, Windows 10
  * 1607 and later). Thread-exit destructors are fiber-local storage callbacks, which
  * Windows calls on a thread's exit for each slot holding a value. There is no fork. */
@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <wchar.h>
 #include <windows.h>
+#include <winternl.h>
 
 _Static_assert(sizeof(heist__mutex) == sizeof(SRWLOCK), "an SRWLOCK fits heist__mutex");
 _Static_assert(sizeof(heist__once_flag) == sizeof(INIT_ONCE), "as an INIT_ONCE");
@@ -171,6 +172,62 @@ int
 heist__key_set(heist__key k, void *value)
 {
 	return FlsSetValue((DWORD)k, value) ? 0 : ENOMEM;
+}
+
+/* The worker slot's index: written once, under slot_once, before any thread can be a
+ * worker (a pool's creation calls heist__thread_slot_init before it starts one);
+ * relaxed: a thread that reads it before then is no worker, and NULL is its answer
+ * whichever value it sees. */
+static _Atomic DWORD worker_slot = TLS_OUT_OF_INDEXES;
+static heist__once_flag slot_once = HEIST__ONCE_INIT;
+
+static void
+alloc_worker_slot(void)
+{
+	atomic_store_explicit(&worker_slot, TlsAlloc(), memory_order_relaxed);
+}
+
+int
+heist__thread_slot_init(void)
+{
+	heist__once(&slot_once, alloc_worker_slot);
+	return atomic_load_explicit(&worker_slot, memory_order_relaxed) == TLS_OUT_OF_INDEXES
+		       ? EAGAIN
+		       : 0;
+}
+
+/* The thread's own block. On x86-64 its address is at %gs:0x30 (NT_TIB's Self), read
+ * here rather than with NtCurrentTeb, whose __readgsqword gcc 12 takes for an access
+ * out of an array's bounds (-Warray-bounds). */
+static inline TEB *
+own_teb(void)
+{
+#if defined(__x86_64__)
+	TEB *teb;
+	__asm__("movq %%gs:0x30, %0" : "=r"(teb));
+	return teb;
+#else
+	return NtCurrentTeb();
+#endif
+}
+
+void *
+heist__thread_slot_get(void)
+{
+	DWORD i = atomic_load_explicit(&worker_slot, memory_order_relaxed);
+	/* The first 64 slots sit in the thread's own block, where TlsGetValue reads them
+	 * too (winternl.h's TEB); later ones in a block it allocates. */
+	if (i < 64)
+		return own_teb()->TlsSlots[i];
+	return i == TLS_OUT_OF_INDEXES ? NULL : TlsGetValue(i);
+}
+
+void
+heist__thread_slot_set(void *p)
+{
+	DWORD i = atomic_load_explicit(&worker_slot, memory_order_relaxed);
+	if (i != TLS_OUT_OF_INDEXES)
+		TlsSetValue(i, p);	/* fails only for an index never allocated */
 }
 
 int
