@@ -1294,51 +1294,45 @@ HEIST_EXPORT int heist_run(heist_pool *pool, heist_fn fn, void *arg);
  *     }
  * @since 0.2
  */
+/* The four lists every typed-task macro takes for n arguments (internal): the
+ * record's fields, the spawn's parameters, its stores into the record, and the
+ * call's arguments from it; HEIST__CALL expands them into the macro's arguments. */
+#define HEIST__CALL(m, args) m args
+#define HEIST__ARGS_1(A1)                                                              \
+	(A1 heist__a1;), (A1 heist__a1), (t->heist__a1 = heist__a1;), (t->heist__a1)
+#define HEIST__ARGS_2(A1, A2)                                                          \
+	(A1 heist__a1; A2 heist__a2;), (A1 heist__a1, A2 heist__a2),                          \
+	(t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;), (t->heist__a1, t->heist__a2)
+#define HEIST__ARGS_3(A1, A2, A3)                                                      \
+	(A1 heist__a1; A2 heist__a2; A3 heist__a3;),                                          \
+	(A1 heist__a1, A2 heist__a2, A3 heist__a3),                                           \
+	(t->heist__a1 = heist__a1; t->heist__a2 = heist__a2; t->heist__a3 = heist__a3;),      \
+	(t->heist__a1, t->heist__a2, t->heist__a3)
+#define HEIST__ARGS_4(A1, A2, A3, A4)                                                  \
+	(A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),                            \
+	(A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),                             \
+	(t->heist__a1 = heist__a1; t->heist__a2 = heist__a2; t->heist__a3 = heist__a3;        \
+	 t->heist__a4 = heist__a4;),                                                          \
+	(t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4)
 #define HEIST_TASK_1(name, R, fn, A1)                                                  \
-	HEIST__TASK(name, R, fn, (A1 heist__a1;), (A1 heist__a1),                      \
-		    (t->heist__a1 = heist__a1;), (t->heist__a1))
+	HEIST__CALL(HEIST__TASK, (name, R, fn, HEIST__ARGS_1(A1)))
 #define HEIST_TASK_2(name, R, fn, A1, A2)                                              \
-	HEIST__TASK(name, R, fn, (A1 heist__a1; A2 heist__a2;),                        \
-		    (A1 heist__a1, A2 heist__a2),                                      \
-		    (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),             \
-		    (t->heist__a1, t->heist__a2))
+	HEIST__CALL(HEIST__TASK, (name, R, fn, HEIST__ARGS_2(A1, A2)))
 #define HEIST_TASK_3(name, R, fn, A1, A2, A3)                                          \
-	HEIST__TASK(name, R, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),          \
-		    (A1 heist__a1, A2 heist__a2, A3 heist__a3),                        \
-		    (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;               \
-		     t->heist__a3 = heist__a3;),                                       \
-		    (t->heist__a1, t->heist__a2, t->heist__a3))
+	HEIST__CALL(HEIST__TASK, (name, R, fn, HEIST__ARGS_3(A1, A2, A3)))
 #define HEIST_TASK_4(name, R, fn, A1, A2, A3, A4)                                      \
-	HEIST__TASK(name, R, fn,                                                       \
-		    (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),         \
-		    (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),          \
-		    (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;               \
-		     t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),             \
-		    (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+	HEIST__CALL(HEIST__TASK, (name, R, fn, HEIST__ARGS_4(A1, A2, A3, A4)))
 
 /** HEIST_VOID_TASK_1(name, fn, A1) ... HEIST_VOID_TASK_4: HEIST_TASK_n for a function
  * `void fn(A1, ...)`; name_sync returns nothing. @since 0.2 */
 #define HEIST_VOID_TASK_1(name, fn, A1)                                                \
-	HEIST__VOID_TASK(name, fn, (A1 heist__a1;), (A1 heist__a1),                    \
-			 (t->heist__a1 = heist__a1;), (t->heist__a1))
+	HEIST__CALL(HEIST__VOID_TASK, (name, fn, HEIST__ARGS_1(A1)))
 #define HEIST_VOID_TASK_2(name, fn, A1, A2)                                            \
-	HEIST__VOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2;),                      \
-			 (A1 heist__a1, A2 heist__a2),                                 \
-			 (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),        \
-			 (t->heist__a1, t->heist__a2))
+	HEIST__CALL(HEIST__VOID_TASK, (name, fn, HEIST__ARGS_2(A1, A2)))
 #define HEIST_VOID_TASK_3(name, fn, A1, A2, A3)                                        \
-	HEIST__VOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),        \
-			 (A1 heist__a1, A2 heist__a2, A3 heist__a3),                   \
-			 (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;          \
-			  t->heist__a3 = heist__a3;),                                  \
-			 (t->heist__a1, t->heist__a2, t->heist__a3))
+	HEIST__CALL(HEIST__VOID_TASK, (name, fn, HEIST__ARGS_3(A1, A2, A3)))
 #define HEIST_VOID_TASK_4(name, fn, A1, A2, A3, A4)                                    \
-	HEIST__VOID_TASK(name, fn,                                                     \
-			 (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),    \
-			 (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),     \
-			 (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;          \
-			  t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),        \
-			 (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+	HEIST__CALL(HEIST__VOID_TASK, (name, fn, HEIST__ARGS_4(A1, A2, A3, A4)))
 
 /* The typed tasks' common body (internal). The record: heist_task first, then the
  * arguments and the value. name_heist__run is what the library calls when the task
@@ -1454,50 +1448,24 @@ HEIST_EXPORT heist_worker *heist_worker_self(void);
  * @since 0.2
  */
 #define HEIST_WORKER_TASK_1(name, R, fn, A1)                                           \
-	HEIST__WTASK(name, R, fn, (A1 heist__a1;), (A1 heist__a1),                     \
-		     (t->heist__a1 = heist__a1;), (t->heist__a1))
+	HEIST__CALL(HEIST__WTASK, (name, R, fn, HEIST__ARGS_1(A1)))
 #define HEIST_WORKER_TASK_2(name, R, fn, A1, A2)                                       \
-	HEIST__WTASK(name, R, fn, (A1 heist__a1; A2 heist__a2;),                       \
-		     (A1 heist__a1, A2 heist__a2),                                     \
-		     (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),            \
-		     (t->heist__a1, t->heist__a2))
+	HEIST__CALL(HEIST__WTASK, (name, R, fn, HEIST__ARGS_2(A1, A2)))
 #define HEIST_WORKER_TASK_3(name, R, fn, A1, A2, A3)                                   \
-	HEIST__WTASK(name, R, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),         \
-		     (A1 heist__a1, A2 heist__a2, A3 heist__a3),                       \
-		     (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;              \
-		      t->heist__a3 = heist__a3;),                                      \
-		     (t->heist__a1, t->heist__a2, t->heist__a3))
+	HEIST__CALL(HEIST__WTASK, (name, R, fn, HEIST__ARGS_3(A1, A2, A3)))
 #define HEIST_WORKER_TASK_4(name, R, fn, A1, A2, A3, A4)                               \
-	HEIST__WTASK(name, R, fn,                                                      \
-		     (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),        \
-		     (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),         \
-		     (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;              \
-		      t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),            \
-		     (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+	HEIST__CALL(HEIST__WTASK, (name, R, fn, HEIST__ARGS_4(A1, A2, A3, A4)))
 
 /** HEIST_WORKER_VOID_TASK_1(name, fn, A1) ... HEIST_WORKER_VOID_TASK_4: the same for
  * `void fn(heist_worker *w, A1, ...)`; name_sync returns nothing. @since 0.2 */
 #define HEIST_WORKER_VOID_TASK_1(name, fn, A1)                                         \
-	HEIST__WVOID_TASK(name, fn, (A1 heist__a1;), (A1 heist__a1),                   \
-			  (t->heist__a1 = heist__a1;), (t->heist__a1))
+	HEIST__CALL(HEIST__WVOID_TASK, (name, fn, HEIST__ARGS_1(A1)))
 #define HEIST_WORKER_VOID_TASK_2(name, fn, A1, A2)                                     \
-	HEIST__WVOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2;),                     \
-			  (A1 heist__a1, A2 heist__a2),                                \
-			  (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;),       \
-			  (t->heist__a1, t->heist__a2))
+	HEIST__CALL(HEIST__WVOID_TASK, (name, fn, HEIST__ARGS_2(A1, A2)))
 #define HEIST_WORKER_VOID_TASK_3(name, fn, A1, A2, A3)                                 \
-	HEIST__WVOID_TASK(name, fn, (A1 heist__a1; A2 heist__a2; A3 heist__a3;),       \
-			  (A1 heist__a1, A2 heist__a2, A3 heist__a3),                  \
-			  (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;         \
-			   t->heist__a3 = heist__a3;),                                 \
-			  (t->heist__a1, t->heist__a2, t->heist__a3))
+	HEIST__CALL(HEIST__WVOID_TASK, (name, fn, HEIST__ARGS_3(A1, A2, A3)))
 #define HEIST_WORKER_VOID_TASK_4(name, fn, A1, A2, A3, A4)                             \
-	HEIST__WVOID_TASK(name, fn,                                                    \
-			  (A1 heist__a1; A2 heist__a2; A3 heist__a3; A4 heist__a4;),   \
-			  (A1 heist__a1, A2 heist__a2, A3 heist__a3, A4 heist__a4),    \
-			  (t->heist__a1 = heist__a1; t->heist__a2 = heist__a2;         \
-			   t->heist__a3 = heist__a3; t->heist__a4 = heist__a4;),       \
-			  (t->heist__a1, t->heist__a2, t->heist__a3, t->heist__a4))
+	HEIST__CALL(HEIST__WVOID_TASK, (name, fn, HEIST__ARGS_4(A1, A2, A3, A4)))
 
 /* The worker-passing tasks' common body (internal): HEIST__TASK's, with w given to
  * the spawn and sync fast paths (HEIST__SPAWN_ON, HEIST__POP_ON) and to fn. The
