@@ -91,7 +91,9 @@ struct worker {
  * that is no worker it points at heist__nobody, not NULL, so that the inline fast
  * paths need no test of their own: its bounds fail both compares, and they call the
  * library. initial-exec: one %fs-relative load, not a __tls_get_addr call, even in the
- * shared library. */
+ * shared library. On Windows, which exports no thread-local variable, a TLS slot of
+ * the platform's instead (NULL for none), which heist__self_get reads for the inline
+ * code. */
 extern const struct heist__worker_view heist__nobody;
 
 #if HEIST__TLS_EXPORTED

@@ -1549,8 +1549,8 @@ struct call_frame_w {
  *     {
  *             if (n < 2)
  *                     return n;
- *             auto [a, b] = heist::join(w, [n](heist::worker w) { return fib(w, n - 1); },
- *                                       [n](heist::worker w) { return fib(w, n - 2); });
+ *             auto [a, b] = heist::join(w, [n](heist::worker v) { return fib(v, n - 1); },
+ *                                       [n](heist::worker v) { return fib(v, n - 2); });
  *             return a + b;
  *     }
  */

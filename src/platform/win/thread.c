@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* win/thread.c - platform.h's threads, locks, once, thread-exit keys, the worker slot
- * and fork handlers on Windows (Vista and later for SRW locks, one-time initialization and fiber-local
- * storage; names through SetThreadDescription where kernel32 has it, Windows 10
- * 1607 and later). Thread-exit destructors are fiber-local storage callbacks, which
+ * and fork handlers on Windows (Vista and later for SRW locks, one-time initialization
+ * and fiber-local storage; names through SetThreadDescription where kernel32 has it,
+ * Windows 10 1607 and later). Thread-exit destructors are fiber-local storage callbacks, which
  * Windows calls on a thread's exit for each slot holding a value. There is no fork. */
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
