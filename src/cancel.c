@@ -17,7 +17,9 @@
 #include "future.h"
 #include "internal.h"
 
+#if HEIST__TLS_EXPORTED
 HEIST__TLS struct heist_future *heist__current_job;
+#endif
 
 HEIST_EXPORT int
 heist_cancel_create(heist_cancel **out)
@@ -121,7 +123,7 @@ heist_future_cancel(heist_future *f)
 HEIST_EXPORT bool
 heist_cancelled(void)
 {
-	struct heist_future *j = heist__current_job;
+	struct heist_future *j = heist__job_current();
 	/* relaxed: see heist_future_cancel. */
 	return j && ((atomic_load_explicit(&j->state, memory_order_relaxed) &
 		      FUT_CANCEL_ASKED) ||

@@ -65,8 +65,35 @@ bool heist__job_cancel_queued(struct heist_future *j);
  * wake its waiters. The caller drops its belongings first. */
 void heist__job_cancel_taken(struct heist_future *j);
 
+#if HEIST__TLS_EXPORTED
 /* The job this thread is running, for heist_cancelled. initial-exec, as heist__self_v2. */
 extern HEIST__TLS struct heist_future *heist__current_job;
+
+static inline struct heist_future *
+heist__job_current(void)
+{
+	return heist__current_job;
+}
+
+static inline void
+heist__job_current_set(struct heist_future *j)
+{
+	heist__current_job = j;
+}
+#else
+/* Windows: a slot of the platform's (platform.h), where MinGW's thread-locals are calls. */
+static inline struct heist_future *
+heist__job_current(void)
+{
+	return (struct heist_future *)heist__thread_slot_get(HEIST__SLOT_JOB);
+}
+
+static inline void
+heist__job_current_set(struct heist_future *j)
+{
+	heist__thread_slot_set(HEIST__SLOT_JOB, j);
+}
+#endif
 
 /* Make j the job heist_cancelled() answers for on this thread (NULL: none) and
  * return the previous one, to restore. A worker clears it around a spawned task it
@@ -74,8 +101,8 @@ extern HEIST__TLS struct heist_future *heist__current_job;
 static inline struct heist_future *
 heist__current_job_swap(struct heist_future *j)
 {
-	struct heist_future *old = heist__current_job;
-	heist__current_job = j;
+	struct heist_future *old = heist__job_current();
+	heist__job_current_set(j);
 	return old;
 }
 

@@ -20,7 +20,9 @@
 #include "wait.h"
 #include "worker.h"
 
+#if HEIST__TLS_EXPORTED
 HEIST__TLS const struct heist__job_frame *heist__job_frames;
+#endif
 
 struct heist_future *
 heist__job_new(heist_fn fn, void *arg, bool with_future)
@@ -283,11 +285,11 @@ run_taken(struct heist_future *j, struct worker *w, bool from_queue)
 	uint64_t started = timed ? heist__tsc() : 0;
 	/* On the thread's stack of jobs while its function runs (future.h), not once
 	 * it is final: then it is no job a wait needs. */
-	struct heist__job_frame frame = {j, heist__job_frames};
-	heist__job_frames = &frame;
+	struct heist__job_frame frame = {j, heist__job_frames_get()};
+	heist__job_frames_set(&frame);
 	j->task.result = j->task.fn(j->task.arg);
 	heist__returned();	/* not in a child forked inside it (inherit.h) */
-	heist__job_frames = frame.outer;
+	heist__job_frames_set(frame.outer);
 	if (timed)
 		heist__profile_record(w->prof, w->index, HEIST_TASK_SUBMITTED,
 				      j->task.created_tsc, started, heist__tsc_end(), &from);

@@ -129,8 +129,34 @@ struct heist__job_frame {
 };
 
 /* The innermost job running on this thread, or NULL. initial-exec, as
- * heist__current_job. Owner thread only. */
+ * heist__current_job (on Windows a slot, as it). Owner thread only. */
+#if HEIST__TLS_EXPORTED
 extern HEIST__TLS const struct heist__job_frame *heist__job_frames;
+
+static inline const struct heist__job_frame *
+heist__job_frames_get(void)
+{
+	return heist__job_frames;
+}
+
+static inline void
+heist__job_frames_set(const struct heist__job_frame *f)
+{
+	heist__job_frames = f;
+}
+#else
+static inline const struct heist__job_frame *
+heist__job_frames_get(void)
+{
+	return (const struct heist__job_frame *)heist__thread_slot_get(HEIST__SLOT_FRAMES);
+}
+
+static inline void
+heist__job_frames_set(const struct heist__job_frame *f)
+{
+	heist__thread_slot_set(HEIST__SLOT_FRAMES, (void *)(uintptr_t)f);
+}
+#endif
 
 /* A queued job with refs = 1 (the pool's) + 1 if with_future. NULL: out of memory. */
 struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);

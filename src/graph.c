@@ -248,7 +248,7 @@ static int
 run_job(void *arg)
 {
 	struct heist_graph *g = arg;
-	struct heist_future *j = heist__current_job;
+	struct heist_future *j = heist__job_current();
 	return run_graph(g, j, j->task.pool, NULL);
 }
 

@@ -307,7 +307,7 @@ heist_group_set_priority(heist_group *g, int priority)
 static bool
 waits_for_itself(const struct heist_group *g)
 {
-	for (const struct heist__job_frame *f = heist__job_frames; f; f = f->outer)
+	for (const struct heist__job_frame *f = heist__job_frames_get(); f; f = f->outer)
 		if (heist__group_owns(g, f->job))
 			return true;
 	return false;

@@ -38,13 +38,16 @@ heist__generation(void)
 void heist__inherit_init(void (*lock)(void), void (*unlock)(void));
 
 /* A task or body returned on this thread: abort if it returned in a child process
- * forked inside it. */
+ * forked inside it. Nothing to look at where there is no fork (Windows, where the
+ * thread-local read would be a call: platform.h). */
 static inline void
 heist__returned(void)
 {
+#if HEIST__HAS_FORK
 	extern void heist__returned_in_child(void);
 	if (__builtin_expect(heist__forked_inside, 0))
 		heist__returned_in_child();
+#endif
 }
 
 #endif

@@ -141,7 +141,7 @@ static void
 publish(struct worker *w, const struct awaited *a)
 {
 	atomic_store_explicit(&w->blocked_in, a, memory_order_release);
-	struct heist_future *mine = heist__current_job;
+	struct heist_future *mine = heist__job_current();
 	/* relaxed: a hint; a walker that set the bit after this load naps PARK_NS. */
 	if (mine && (atomic_load_explicit(&mine->state, memory_order_relaxed) & FUT_WALKERS))
 		heist__futex_wake_bits(&mine->state, INT32_MAX, WAKE_WALKERS);

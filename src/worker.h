@@ -131,13 +131,13 @@ heist__worker_slot_init(void)
 static inline struct worker *
 heist__current(void)
 {
-	return (struct worker *)heist__thread_slot_get();
+	return (struct worker *)heist__thread_slot_get(HEIST__SLOT_WORKER);
 }
 
 static inline void
 heist__set_current(struct worker *w)
 {
-	heist__thread_slot_set(w);
+	heist__thread_slot_set(HEIST__SLOT_WORKER, w);
 }
 
 static inline void *

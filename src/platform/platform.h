@@ -132,17 +132,19 @@ int heist__key_set(heist__key k, void *value);
 
 /* ---- the thread's worker ---------------------------------------------------------- */
 
-/* One pointer per thread, NULL until the thread sets it: the worker running on it
- * (worker.h). Only where a library's thread-local variable cannot be read by its users'
- * code (!HEIST__TLS_EXPORTED: Windows); elsewhere worker.h keeps it in a HEIST__TLS
- * variable, one thread-pointer-relative load, and these are not built. On Windows a
- * TLS slot read from the thread's own block: MinGW gcc emulates HEIST__TLS, a call
- * and a lookup per access, and every heist_spawn and heist_sync reads this.
- * heist__thread_slot_init before any set (0, or EAGAIN when the process has no slot
- * left); a get before it answers NULL. */
+/* Pointers per thread, NULL until the thread sets them: the worker running on it
+ * (worker.h), the job it runs (cancel.h) and its stack of jobs (future.h). Only where a
+ * library's thread-local variable cannot be read by its users' code
+ * (!HEIST__TLS_EXPORTED: Windows); elsewhere HEIST__TLS variables, one
+ * thread-pointer-relative load each, and these are not built. On Windows TLS slots
+ * read from the thread's own block: MinGW gcc emulates HEIST__TLS, a call and a lookup
+ * per access, and every heist_spawn and heist_sync reads the worker, every job run the
+ * other two. heist__thread_slot_init before any set (0, or EAGAIN when the process has
+ * no slot left); a get before it answers NULL. */
+enum heist__slot { HEIST__SLOT_WORKER, HEIST__SLOT_JOB, HEIST__SLOT_FRAMES, HEIST__SLOTS };
 int heist__thread_slot_init(void);
-void *heist__thread_slot_get(void);
-void heist__thread_slot_set(void *p);
+void *heist__thread_slot_get(enum heist__slot which);
+void heist__thread_slot_set(enum heist__slot which, void *p);
 
 /* ---- fork ------------------------------------------------------------------------- */
 

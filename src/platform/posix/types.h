@@ -12,5 +12,6 @@ typedef pthread_key_t heist__key;
 
 #define HEIST__MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
 #define HEIST__ONCE_INIT PTHREAD_ONCE_INIT
+#define HEIST__HAS_FORK 1
 
 #endif

@@ -174,26 +174,31 @@ heist__key_set(heist__key k, void *value)
 	return FlsSetValue((DWORD)k, value) ? 0 : ENOMEM;
 }
 
-/* The worker slot's index: written once, under slot_once, before any thread can be a
- * worker (a pool's creation calls heist__thread_slot_init before it starts one);
- * relaxed: a thread that reads it before then is no worker, and NULL is its answer
- * whichever value it sees. */
-static _Atomic DWORD worker_slot = TLS_OUT_OF_INDEXES;
+/* The slots' indices: written once, under slot_once, before any thread can be a worker
+ * or run a job (a pool's creation calls heist__thread_slot_init before it starts a
+ * thread or takes a job); relaxed: a thread that reads one before then has set none,
+ * and NULL is its answer whichever value it sees. */
+static _Atomic DWORD slot_index[HEIST__SLOTS] = {TLS_OUT_OF_INDEXES, TLS_OUT_OF_INDEXES,
+						 TLS_OUT_OF_INDEXES};
 static heist__once_flag slot_once = HEIST__ONCE_INIT;
+_Static_assert(HEIST__SLOTS == 3, "an initial value for every slot");
 
 static void
-alloc_worker_slot(void)
+alloc_slots(void)
 {
-	atomic_store_explicit(&worker_slot, TlsAlloc(), memory_order_relaxed);
+	for (int i = 0; i < HEIST__SLOTS; i++)
+		atomic_store_explicit(&slot_index[i], TlsAlloc(), memory_order_relaxed);
 }
 
 int
 heist__thread_slot_init(void)
 {
-	heist__once(&slot_once, alloc_worker_slot);
-	return atomic_load_explicit(&worker_slot, memory_order_relaxed) == TLS_OUT_OF_INDEXES
-		       ? EAGAIN
-		       : 0;
+	heist__once(&slot_once, alloc_slots);
+	for (int i = 0; i < HEIST__SLOTS; i++)
+		if (atomic_load_explicit(&slot_index[i], memory_order_relaxed) ==
+		    TLS_OUT_OF_INDEXES)
+			return EAGAIN;
+	return 0;
 }
 
 /* The thread's own block. On x86-64 its address is at %gs:0x30 (NT_TIB's Self), read
@@ -212,9 +217,9 @@ own_teb(void)
 }
 
 void *
-heist__thread_slot_get(void)
+heist__thread_slot_get(enum heist__slot which)
 {
-	DWORD i = atomic_load_explicit(&worker_slot, memory_order_relaxed);
+	DWORD i = atomic_load_explicit(&slot_index[which], memory_order_relaxed);
 	/* The first 64 slots sit in the thread's own block, where TlsGetValue reads them
 	 * too (winternl.h's TEB); later ones in a block it allocates. */
 	if (i < 64)
@@ -223,10 +228,12 @@ heist__thread_slot_get(void)
 }
 
 void
-heist__thread_slot_set(void *p)
+heist__thread_slot_set(enum heist__slot which, void *p)
 {
-	DWORD i = atomic_load_explicit(&worker_slot, memory_order_relaxed);
-	if (i != TLS_OUT_OF_INDEXES)
+	DWORD i = atomic_load_explicit(&slot_index[which], memory_order_relaxed);
+	if (i < 64)
+		own_teb()->TlsSlots[i] = p;	/* what TlsSetValue stores, without the call */
+	else if (i != TLS_OUT_OF_INDEXES)
 		TlsSetValue(i, p);	/* fails only for an index never allocated */
 }
 

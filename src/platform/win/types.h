@@ -12,5 +12,6 @@ typedef unsigned long heist__key;
 
 #define HEIST__MUTEX_INIT {0}	/* SRWLOCK_INIT */
 #define HEIST__ONCE_INIT {0}	/* INIT_ONCE_STATIC_INIT */
+#define HEIST__HAS_FORK 0	/* heist__fork_handlers gives ENOSYS */
 
 #endif
