@@ -148,12 +148,14 @@ pending(const struct heist_future *j)
 /* Drop the entries of jobs cancelled by their futures, once the heap has doubled since
  * the last sweep: so cancelled timers hold at most as much memory as pending ones
  * (plus SWEEP_MIN), at a cost amortised over the inserts. Such a job is final and
- * its list fired; dropping it only lets go of what it holds. */
-static void
+ * its list fired; dropping it only lets go of what it holds. Returns whether it
+ * dropped any: the earliest entry may have gone, and next_due with it. */
+static bool
 sweep(struct timers *t)
 {
 	if (t->n < SWEEP_MIN || t->n < 2 * t->swept_at)
-		return;
+		return false;
+	size_t n = t->n;
 	size_t kept = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		struct heist_future *j = t->heap[i].job;
@@ -168,6 +170,7 @@ sweep(struct timers *t)
 	for (size_t i = kept / 2; i-- > 0;)
 		sift_down(t->heap, t->n, i);
 	t->swept_at = kept;
+	return kept != n;
 }
 
 /* The earliest due time changed to due_ns: make sure a sleeping worker wakes for it
@@ -192,7 +195,12 @@ insert(struct heist_pool *pool, struct heist_future *j, uint64_t due_ns)
 	heist__mutex_lock(&t->lock);
 	int err = t->closed ? ESHUTDOWN : 0;
 	if (!err) {
-		sweep(t);
+		/* A sweep that dropped the earliest entry left next_due too early, which
+		 * would keep heist__timers_due true, and the idle workers firing nothing
+		 * in a loop, until the next entry is due. Only later, so a keeper at
+		 * most wakes early (heist__timers_keeper_due) and no wake is owed. */
+		if (sweep(t))
+			publish(t);
 		err = reserve(t);
 	}
 	if (err) {

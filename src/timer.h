@@ -19,7 +19,11 @@
  * that sees no keeper wakes one sleeper if nobody searches (heist__sleep_notify): a
  * worker that went to sleep before the first timer came (the sleep protocol's pair of
  * steps (1) and (2), sleep.h, with next_due as the place looked at) is woken, and
- * claims the role when it sleeps again. */
+ * claims the role when it sleeps again. If somebody searches, that searcher claims the
+ * role when it sleeps, or, if it finds work instead, wakes a sleeper to claim it
+ * (heist__timers_unkept): so a pool with a sleeping worker always has a keeper. A
+ * keeper woken for work (its wake from the adder, if any, lost on a worker already
+ * awake) gives the role back and searches: the same rule then holds for it. */
 #ifndef HEIST_TIMER_H
 #define HEIST_TIMER_H
 
@@ -78,6 +82,19 @@ static inline bool
 heist__timers_pending(struct timers *t)
 {
 	return atomic_load_explicit(&t->next_due, memory_order_seq_cst) != HEIST_NEVER;
+}
+
+/* Whether timers are pending and no worker keeps them. A searcher that stops to run
+ * work it found calls this after its stop (worker.c, stop_searching): an adder that saw
+ * it searching woke nobody (heist__sleep_notify), counting on it to sleep and claim
+ * the role; running work instead, it wakes a sleeper, which claims it. seq_cst, both:
+ * against the adder's store of next_due and load of keeper (the file comment's pair),
+ * after the searcher's seq_cst stop (sleep.h), as the adder's notify is after its
+ * store: one of the two sees the other. */
+static inline bool
+heist__timers_unkept(struct timers *t)
+{
+	return heist__timers_pending(t) && atomic_load_explicit(&t->keeper, memory_order_seq_cst) < 0;
 }
 
 /* Queue every timed job that is due (a worker of the pool, outside any job). */

@@ -297,10 +297,13 @@ heist__pool_progress(struct heist_pool *pool)
 	return sum;
 }
 
+/* A searcher found work: if it was the last and more is visible, or timers wait
+ * for a keeper (timer.h), it wakes a sleeper. */
 static void
 stop_searching(struct heist_pool *pool)
 {
-	if (heist__sleep_stop_search(&pool->sleep) && heist__pool_work_visible(pool))
+	if (heist__sleep_stop_search(&pool->sleep) &&
+	    (heist__pool_work_visible(pool) || heist__timers_unkept(&pool->timers)))
 		heist__sleep_notify_slow(&pool->sleep);
 }
 

@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "faults.h"
+#include "pool.h"	/* a pool's timer heap: its earliest due time (next_due) */
 
 #define MS (1000ull * 1000)
 #define HOUR (3600ull * 1000 * MS)
@@ -340,6 +341,73 @@ cancelled_timers_are_let_go_before_they_are_due(void **state)
 	assert_int_equal(atomic_load(&s.runs), 0);
 }
 
+/* A sweep of cancelled entries (once the heap has 1,024) that drops the earliest one
+ * publishes the next due time: left at the dropped one's, it would tell every idle
+ * worker that a timer is due, over and over, until the next one is (timer.c, insert). */
+static void
+a_sweep_that_drops_the_earliest_timer_publishes_the_next_due_time(void **state)
+{
+	(void)state;
+	enum { LATER = 1100 };	/* past timer.c's SWEEP_MIN */
+	heist_pool *pool = make_pool(1);
+	uint64_t now = heist_now_ns();
+	struct heist_timing first = {.at_ns = now + HOUR};
+	heist_future *f;
+	assert_int_equal(heist_submit_timed(pool, &first, ret_int, NULL, &f), 0);
+	heist_future_cancel(f);	/* its entry stays until a sweep */
+	heist_future_release(f);
+	struct heist_timing later = {.at_ns = now + 2 * HOUR};
+	for (int i = 0; i < LATER; i++)
+		assert_int_equal(heist_submit_timed(pool, &later, ret_int, NULL, NULL), 0);
+	assert_int_equal(atomic_load(&pool->timers.next_due), later.at_ns);
+	heist_pool_destroy(pool);
+}
+
+/* A timer added while a worker searches: the adder wakes nobody (somebody searches),
+ * and the searcher finds a task instead of sleeping; it must wake the sleeping worker
+ * to keep the timer (timer.h), or a task that waits for the timer by polling, as
+ * this one does, holds its worker for good while the other sleeps. Rounds, each with
+ * the other worker asleep first, so that the adder's call lands in a search often. */
+struct polled {
+	atomic_int fired;
+};
+
+static int
+fire_task(void *arg)
+{
+	atomic_store(&((struct polled *)arg)->fired, 1);
+	return 0;
+}
+
+static int
+poll_task(void *arg)
+{
+	struct polled *p = arg;
+	bool ok;
+	POLL(ok, atomic_load(&p->fired));
+	return ok ? 0 : ETIMEDOUT;
+}
+
+static void
+a_timer_added_while_a_worker_searches_gets_a_keeper(void **state)
+{
+	(void)state;
+	enum { ROUNDS = 200 };
+	heist_pool *pool = make_pool(2);
+	static struct polled p;
+	for (int round = 0; round < ROUNDS; round++) {
+		wait_until_parked(pool);
+		atomic_store(&p.fired, 0);
+		heist_future *poller, *timed;
+		/* The submit wakes a worker as a searcher; the timer comes at once. */
+		assert_int_equal(heist_submit(pool, poll_task, &p, &poller), 0);
+		assert_int_equal(heist_submit_delayed(pool, 50 * 1000, fire_task, &p, &timed), 0);
+		assert_int_equal(watched(timed), 0);
+		assert_int_equal(watched(poller), 0);
+	}
+	heist_pool_destroy(pool);
+}
+
 static void
 bad_input_is_rejected(void **state)
 {
@@ -399,6 +467,8 @@ main(void)
 		cmocka_unit_test(a_task_waiting_for_a_timer_on_a_one_worker_pool_finishes),
 		cmocka_unit_test(destroy_ends_pending_timers_with_eshutdown),
 		cmocka_unit_test(cancelled_timers_are_let_go_before_they_are_due),
+		cmocka_unit_test(a_sweep_that_drops_the_earliest_timer_publishes_the_next_due_time),
+		cmocka_unit_test(a_timer_added_while_a_worker_searches_gets_a_keeper),
 		cmocka_unit_test(bad_input_is_rejected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
