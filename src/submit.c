@@ -270,10 +270,14 @@ prio_queue(struct heist_pool *pool, const struct heist_future *j)
 }
 
 /* Queue j, admitted in epoch e (by the caller's enter), in the injector of its
- * priority. shared: j is a continuation, whose future others may hold already. The
- * limit holds up threads of other pools and outside ones, never one of the pool's
- * (a worker between tasks, counted_worker), which must not wait for room that only
- * its pool's threads make. */
+ * priority. shared: j is a continuation or dependent task, whose future others may
+ * hold already. The limit holds up threads of other pools and outside ones submitting
+ * plain jobs, never one of the pool's (a worker between tasks, counted_worker), which
+ * must not wait for room that only its pool's threads make, nor a continuation: it was
+ * accepted at its heist_future_then or heist_submit_after, and is queued by whichever
+ * thread made it runnable (one that set a promise, cancelled a job, or called with
+ * every input done), which may hold a lock the workers need (heist_dataflow_submit
+ * holds its dataflow's), as a timer's is (heist__submit_fired). */
 static void
 push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool shared)
 {
@@ -286,7 +290,7 @@ push_outside(struct heist_pool *pool, struct heist_future *j, unsigned e, bool s
 		q = &pool->injector;
 	struct worker *self = heist__current();
 	size_t backlog;
-	if (self && self->pool == pool) {
+	if (shared || (self && self->pool == pool)) {
 		backlog = heist__injector_requeue(q, &j->task);
 	} else {
 		backlog = heist__injector_reserve(q);
@@ -317,8 +321,12 @@ counted_worker(struct heist_pool *pool)
 /* Push j, counted in the epoch of w's current work (w->cur_epoch), on w's deque (or,
  * from the guest slot, the injector: the guest's deque is nobody's once it leaves; or
  * the queue of j's priority, if it has one, which every worker looks at first or
- * last). shared: as for push_outside. Queues other than the deque are filled
- * without their limit: a worker must not wait for room that only workers make. */
+ * last; or the injector when the deque cannot grow). shared: as for push_outside.
+ * Queues other than the deque are filled without their limit: a worker must not wait
+ * for room that only workers make. Returns 0: a queue's link needs no memory, so a
+ * job that the deque has no room for goes there rather than fail, which a continuation
+ * must not: admitted, it may be claimed by a waiter already, and run (its token, its
+ * argument used) while the failed queuing would end it (heist__job_forgo). */
 static int
 queue_local(struct worker *w, struct heist_future *j, bool shared)
 {
@@ -331,14 +339,10 @@ queue_local(struct worker *w, struct heist_future *j, bool shared)
 	/* relaxed: (3). */
 	atomic_fetch_add_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
 	struct injector *q = prio_queue(pool, j);
-	if (q || heist__worker_is_guest(w)) {
+	if (q || heist__worker_is_guest(w) || heist__deque_push(&w->dq, &j->task) != 0) {
 		size_t backlog = heist__injector_requeue(q ? q : &pool->injector, &j->task);
 		heist__sleep_notify_job(&pool->sleep, backlog);
 		return 0;
-	}
-	if (heist__deque_push(&w->dq, &j->task)) {
-		atomic_fetch_sub_explicit(&pool->live, live_units(e, 1), memory_order_relaxed);
-		return ENOMEM;
 	}
 	if (w->loop_job_ending) {
 		/* A job the end of the loop's job made runnable (a continuation, a

@@ -302,6 +302,39 @@ allocation_failures_change_nothing(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* With the pool's injector_limit reached, a dataflow task whose inputs are done is
+ * queued past it (it was accepted at the call): heist_dataflow_submit queues it with
+ * its dataflow's lock held, and waiting there for room would keep out the workers,
+ * which need that lock to submit to the dataflow from its tasks. Here the one worker
+ * is held until the call returns, so a wait for room would never end. */
+static void
+a_dataflow_task_does_not_wait_for_room_in_a_full_injector(void **state)
+{
+	(void)state;
+	struct heist_config cfg = {.threads = 1, .injector_limit = 1};
+	heist_pool *pool;
+	assert_int_equal(heist_pool_create(&pool, &cfg), 0);
+	static struct hold h;
+	atomic_store(&h.open, 0);
+	heist_future *held, *queued, *f;
+	hold_worker(pool, &h, &held);
+	assert_int_equal(heist_submit(pool, ret_int, NULL, &queued), 0);	/* full now */
+	heist_dataflow *df;
+	assert_int_equal(heist_dataflow_create(pool, &df), 0);
+	static int x;
+	static atomic_uint ran;
+	atomic_store(&ran, 0);
+	struct heist_access w = {&x, HEIST_OUT};
+	assert_int_equal(heist_dataflow_submit(df, &w, 1, count_task, &ran, &f), 0);
+	atomic_store(&h.open, 1);
+	assert_int_equal(watched(f), 0);
+	assert_int_equal(atomic_load(&ran), 1);
+	assert_int_equal(watched(queued), 0);
+	assert_int_equal(watched(held), 0);
+	heist_dataflow_destroy(df);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -311,6 +344,7 @@ main(void)
 		cmocka_unit_test(repeated_addresses_and_write_after_read),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_change_nothing),
+		cmocka_unit_test(a_dataflow_task_does_not_wait_for_room_in_a_full_injector),
 	};
 	return RUN_TESTS(tests);
 }

@@ -722,6 +722,56 @@ a_pool_destroyed_right_after_an_outside_task_ran_is_not_read_after(void **state)
 	}
 }
 
+/* A continuation made runnable on a worker whose deque is full and cannot grow (every
+ * allocation of that thread fails) goes to the pool's injector and runs: it was
+ * admitted already, so a waiter may have claimed it, and its queuing must not fail
+ * and end it (submit.c, queue_local). */
+enum { FULL_SPAWNS = 2048 };	/* past a new deque's 1,024 slots */
+
+struct full_deque {
+	heist_promise *p;
+	int set;
+	uint64_t failed;
+	heist_task t[FULL_SPAWNS];
+};
+
+static int
+set_with_a_full_deque(void *arg)
+{
+	struct full_deque *x = arg;
+	fault_fail_all(FAULT_ALLOC, FAULT_THIS_THREAD);
+	for (size_t i = 0; i < FULL_SPAWNS; i++)
+		heist_spawn(&x->t[i], ret_int, NULL);	/* those past the room run at once */
+	x->set = heist_promise_set(x->p, 0);	/* its continuation has no room either */
+	x->failed = fault_disarm(FAULT_ALLOC);
+	int r = 0;
+	for (size_t i = FULL_SPAWNS; i-- > 0;)
+		r |= heist_sync(&x->t[i]);
+	return r;
+}
+
+static void
+a_continuation_queued_where_the_deque_cannot_grow_still_runs(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	static struct full_deque x;
+	heist_future *pf, *cf, *setter;
+	assert_int_equal(heist_promise_create(pool, &x.p, &pf), 0);
+	static atomic_uint ran;
+	atomic_store(&ran, 0);
+	assert_int_equal(heist_future_then(pf, count_task, &ran, &cf), 0);
+	assert_int_equal(heist_submit(pool, set_with_a_full_deque, &x, &setter), 0);
+	assert_int_equal(watched(setter), 0);
+	assert_int_equal(x.set, 0);
+	assert_true(x.failed > 0);	/* the deque could not grow */
+	assert_int_equal(watched(cf), 0);
+	assert_int_equal(atomic_load(&ran), 1);
+	assert_int_equal(watched(pf), 0);
+	heist_promise_release(x.p);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -745,6 +795,7 @@ main(void)
 		cmocka_unit_test(continuations_attached_while_the_antecedent_finishes_run_once),
 		cmocka_unit_test(a_pool_destroyed_right_after_its_continuation_ran_is_not_read_after),
 		cmocka_unit_test(a_pool_destroyed_right_after_an_outside_task_ran_is_not_read_after),
+		cmocka_unit_test(a_continuation_queued_where_the_deque_cannot_grow_still_runs),
 	};
 	return RUN_TESTS(tests);
 }

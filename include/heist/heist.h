@@ -207,7 +207,11 @@ struct heist_config {
 				     a pinned pool cannot move away from other processes
 				     or a shrinking cgroup (docs/benchmarks.md) */
 	size_t injector_limit;	/**< 0: unbounded; else an outside submit blocks while this
-				     many outside submissions are queued */
+				     many outside submissions are queued (since 0.2 a
+				     continuation or dependent task made runnable never
+				     waits for room: it was accepted when it was made,
+				     and the thread that makes it runnable may hold a
+				     lock the workers need) */
 	unsigned spin;		/**< idle steal rounds before a worker sleeps; 0: default
 				     (1024, about 0.3 ms: half with pauses, half yielding).
 				     A round tries every other worker: above 9 workers a
