@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* hold.c - one cell per thread that ever entered a pool from outside, on a list that
- * destroy walks. A cell lives in the thread's TLS (on the heap where TLS may go before
- * the key's destructor runs: platform.h, HEIST__TLS_FREED_BEFORE_KEYS) and is linked on
+ * destroy walks. A cell lives in the thread's TLS (on the heap, named by a TLS slot,
+ * where TLS may go before the key's destructor runs: platform.h,
+ * HEIST__TLS_FREED_BEFORE_KEYS) and is linked on
  * the thread's first enter; a thread key's destructor unlinks it. The list
  * is changed and walked under one lock, which a fork keeps whole (inherit.c takes it
  * around fork(), after the registry's, the order in which enter_if_alive takes them). */
@@ -15,8 +16,8 @@
 #if !HEIST__TLS_FREED_BEFORE_KEYS
 HEIST__TLS struct heist__hold_cell heist__hold_me;
 #else
-HEIST__TLS struct heist__hold_cell *heist__hold_mine;
 const struct heist__hold_cell heist__hold_unlinked;
+static const struct heist__hold_cell hold_gone = {.gone = true};	/* after unlink_cell */
 #endif
 static heist__mutex cells_lock = HEIST__MUTEX_INIT;
 static struct heist__hold_cell *cells;
@@ -39,10 +40,10 @@ unlink_cell(void *p)
 	c->linked = false;
 	c->gone = true;	/* a later enter (another key's destructor) uses the count */
 #if HEIST__TLS_FREED_BEFORE_KEYS
-	/* On the heap, and TLS's pointer to it may be gone already (platform.h): freed
-	 * here. A later enter on this thread (a destructor of the program's own, after
-	 * this one) finds no pointer, or a stale one where TLS outlived us: submitting
-	 * from a thread-exit callback is not supported there (docs/guide.md). */
+	/* On the heap (platform.h): freed here. A later enter on this thread (a
+	 * destructor of the program's own, after this one) finds hold_gone in the
+	 * slot, which lasts, and uses the count. */
+	heist__thread_slot_set(HEIST__SLOT_HOLD, (void *)&hold_gone);
 	free(c);
 #endif
 }
@@ -53,7 +54,9 @@ void heist__hold_unlock_all(void) { heist__mutex_unlock(&cells_lock); }
 static void
 make_key(void)
 {
-	cell_key_made = heist__key_create(&cell_key, unlink_cell) == 0;
+	/* Where the cell's pointer is in a slot (hold.h), the slots first. */
+	cell_key_made = (HEIST__TLS_FREED_BEFORE_KEYS ? heist__thread_slot_init() == 0 : true) &&
+			heist__key_create(&cell_key, unlink_cell) == 0;
 }
 
 bool
@@ -67,6 +70,8 @@ heist__hold_link(void)
 	if (!cell_key_made || heist__key_set(cell_key, c))
 		return false;
 #else
+	if (heist__hold_cell()->gone)
+		return false;
 	heist__once(&cell_once, make_key);
 	if (!cell_key_made)
 		return false;
@@ -77,7 +82,7 @@ heist__hold_link(void)
 		free(c);
 		return false;
 	}
-	heist__hold_mine = c;
+	heist__thread_slot_set(HEIST__SLOT_HOLD, c);
 #endif
 	heist__mutex_lock(&cells_lock);
 	c->prev = NULL;

@@ -27,8 +27,7 @@ struct heist__hold_cell {
 extern HEIST__TLS struct heist__hold_cell heist__hold_me;
 #else
 /* Where TLS may be gone before the key's destructor runs (platform.h), the cell is on
- * the heap, made at the first enter, and TLS keeps a pointer; NULL: none yet. */
-extern HEIST__TLS struct heist__hold_cell *heist__hold_mine;
+ * the heap, made at the first enter, and a TLS slot keeps a pointer; NULL: none yet. */
 extern const struct heist__hold_cell heist__hold_unlinked;
 #endif
 
@@ -40,7 +39,7 @@ heist__hold_cell(void)
 #if !HEIST__TLS_FREED_BEFORE_KEYS
 	return &heist__hold_me;
 #else
-	struct heist__hold_cell *c = heist__hold_mine;
+	struct heist__hold_cell *c = heist__thread_slot_get(HEIST__SLOT_HOLD);
 	return c ? c : (struct heist__hold_cell *)&heist__hold_unlinked;
 #endif
 }

@@ -97,8 +97,8 @@ struct cache {
 	_Atomic long outstanding;
 };
 
-/* A thread's records of another cache, home, that it freed and holds. In TLS, not on
- * the heap: a thread that only frees needs no cache (nor leaves one behind, where a
+/* A thread's records of another cache, home, that it freed and holds. In TLS, not in
+ * a cache: a thread that only frees needs no cache (nor leaves one behind, where a
  * process exits with its workers still running). */
 struct held {
 	struct cache *home;
@@ -109,10 +109,45 @@ struct held {
 				   (a later key's destructor may free records) */
 };
 
-static HEIST__TLS struct cache *my_cache;
-static HEIST__TLS struct held my_held;
 static heist__key cache_key, held_key;
 static heist__once_flag cache_key_once = HEIST__ONCE_INIT;
+
+/* This thread's cache and held records. HEIST__TLS variables; where those may be gone
+ * before the keys' destructors run (platform.h: Windows), TLS slots, which last, and
+ * the held records on the heap, made at the first free of another cache's record:
+ * until then held_none, after the destructor held_gone, both only read. */
+#if !HEIST__TLS_FREED_BEFORE_KEYS
+static HEIST__TLS struct cache *my_cache;
+static HEIST__TLS struct held my_held;
+
+static inline struct cache *cache_mine(void) { return my_cache; }
+static inline void cache_set_mine(struct cache *c) { my_cache = c; }
+static inline struct held *held_mine(void) { return &my_held; }
+static inline bool slots_ready(void) { return true; }
+#else
+static const struct held held_none, held_gone = {.gone = true};
+
+static inline struct cache *
+cache_mine(void)
+{
+	return heist__thread_slot_get(HEIST__SLOT_RECORDS);
+}
+
+static inline void
+cache_set_mine(struct cache *c)
+{
+	heist__thread_slot_set(HEIST__SLOT_RECORDS, c);
+}
+
+static inline struct held *
+held_mine(void)
+{
+	struct held *h = heist__thread_slot_get(HEIST__SLOT_HELD);
+	return h ? h : (struct held *)&held_none;
+}
+
+static inline bool slots_ready(void) { return heist__thread_slot_init() == 0; }
+#endif
 
 static long
 list_length(struct record *r)
@@ -185,16 +220,20 @@ held_exit(void *p)
 {
 	struct held *h = p;
 	send_held(h);
+#if !HEIST__TLS_FREED_BEFORE_KEYS
 	h->keyed = false;	/* glibc cleared our value: nothing would send more */
 	h->gone = true;
+#else
+	heist__thread_slot_set(HEIST__SLOT_HELD, (void *)&held_gone);
+	free(h);
+#endif
 }
 
 static void
 cache_exit(void *p)
 {
 	struct cache *c = p;
-	if (!HEIST__TLS_FREED_BEFORE_KEYS)
-		my_cache = NULL;	/* else gone already, or brought back if touched */
+	cache_set_mine(NULL);	/* a record freed later goes home as another's */
 	/* acquire: pairs with the release CAS of remote frees, so their records'
 	 * contents are ours to free. */
 	struct record *r = atomic_exchange_explicit(&c->remote, ORPHANED, memory_order_acquire);
@@ -212,35 +251,43 @@ static bool cache_key_made, held_key_made;
 static void
 make_key(void)
 {
-	cache_key_made = heist__key_create(&cache_key, cache_exit) == 0;
-	held_key_made = heist__key_create(&held_key, held_exit) == 0;
+	bool slots = slots_ready();
+	cache_key_made = slots && heist__key_create(&cache_key, cache_exit) == 0;
+	held_key_made = slots && heist__key_create(&held_key, held_exit) == 0;
 }
 
-/* Set this thread's held_key, so that what it holds goes home at its exit. */
-static noinline bool
+/* Where the held records live for this thread from now on, with held_key set so that
+ * they go home at its exit; NULL if it may hold none (its destructor ran, or no key or
+ * memory): each record then goes home at once. h: held_mine(), not keyed. */
+static noinline struct held *
 start_holding(struct held *h)
 {
+	if (h->gone)
+		return NULL;
 	heist__once(&cache_key_once, make_key);
-	h->keyed = held_key_made && heist__key_set(held_key, h) == 0;
-	return h->keyed;
-}
-
-/* Whether this thread may hold records of other caches: its held_key is set (held_exit
- * clears keyed as it sets gone). */
-static inline bool
-may_hold(struct held *h)
-{
-	if (h->keyed)
-		return true;
-	/* Where a destructor could not reach h (platform.h), nothing is held: each
-	 * record goes home at once. */
-	return !HEIST__TLS_FREED_BEFORE_KEYS && !h->gone && start_holding(h);
+	if (!held_key_made)
+		return NULL;
+#if HEIST__TLS_FREED_BEFORE_KEYS
+	h = heist__calloc(1, sizeof(*h));	/* h was held_none */
+	if (!h)
+		return NULL;
+	if (heist__key_set(held_key, h)) {
+		free(h);
+		return NULL;
+	}
+	heist__thread_slot_set(HEIST__SLOT_HELD, h);
+#else
+	if (heist__key_set(held_key, h))
+		return NULL;
+#endif
+	h->keyed = true;
+	return h;
 }
 
 static struct cache *
 cache_get(void)
 {
-	struct cache *c = my_cache;
+	struct cache *c = cache_mine();
 	if (c)
 		return c;
 	heist__once(&cache_key_once, make_key);
@@ -255,7 +302,7 @@ cache_get(void)
 		free(c);
 		return NULL;
 	}
-	my_cache = c;
+	cache_set_mine(c);
 	return c;
 }
 
@@ -296,11 +343,11 @@ freed_twice(void *p)
 	abort();
 }
 
-/* Free r, of another cache c, with what h holds: start holding, or push. */
+/* Free r, of another cache c, with what h (held_mine) holds: start holding, or push. */
 static noinline void
 free_elsewhere(struct held *h, struct cache *c, struct record *r)
 {
-	if (!may_hold(h)) {
+	if (!h->keyed && !(h = start_holding(h))) {
 		push_one(c, r);
 		return;
 	}
@@ -325,7 +372,7 @@ heist__record_free(void *p)
 		freed_twice(p);
 	POISON(r);
 	struct cache *c = r->home;
-	if (c == my_cache) {
+	if (c == cache_mine()) {
 		r->next = c->local;
 		c->local = r;
 		return;
@@ -333,7 +380,7 @@ heist__record_free(void *p)
 	/* Another cache's: held, and pushed there OUT_BATCH at a time, so that the
 	 * threads that finish another thread's jobs do not all CAS its stack for each
 	 * one. The common case here, the rest out of line (no registers to save). */
-	struct held *h = &my_held;
+	struct held *h = held_mine();
 	if (h->keyed && h->home == c && h->n < OUT_BATCH - 1) {
 		r->next = h->head;
 		h->head = r;
@@ -366,8 +413,8 @@ mark_free_slabs(struct cache *c)
 void
 heist__record_trim(void)
 {
-	send_held(&my_held);	/* what we hold of others' goes home too */
-	struct cache *c = my_cache;
+	send_held(held_mine());	/* what we hold of others' goes home too */
+	struct cache *c = cache_mine();
 	if (!c || c->total <= (long)(KEEP_SLABS * SLAB_RECORDS))
 		return;
 	/* acquire: pairs with the release CAS in heist__record_free, so the records

@@ -56,8 +56,8 @@
  * run. On Windows with MinGW gcc they are emulated (blocks of the C heap), and a thread
  * started by winpthreads frees them when its function returns, before Windows calls
  * the fiber-local storage callbacks that run the destructors; so no destructor there
- * may be given, or touch, a thread-local variable (hold.c keeps its cell on the heap,
- * record.c holds no records of other threads). */
+ * may be given, or touch, a thread-local variable (hold.c and record.c keep what their
+ * destructors get on the heap, and its address in a slot: heist__thread_slot_get). */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define HEIST__TLS_FREED_BEFORE_KEYS 1
 #else
@@ -133,15 +133,27 @@ int heist__key_set(heist__key k, void *value);
 /* ---- the thread's worker ---------------------------------------------------------- */
 
 /* Pointers per thread, NULL until the thread sets them: the worker running on it
- * (worker.h), the job it runs (cancel.h) and its stack of jobs (future.h). Only where a
- * library's thread-local variable cannot be read by its users' code
- * (!HEIST__TLS_EXPORTED: Windows); elsewhere HEIST__TLS variables, one
- * thread-pointer-relative load each, and these are not built. On Windows TLS slots
- * read from the thread's own block: MinGW gcc emulates HEIST__TLS, a call and a lookup
- * per access, and every heist_spawn and heist_sync reads the worker, every job run the
- * other two. heist__thread_slot_init before any set (0, or EAGAIN when the process has
- * no slot left); a get before it answers NULL. */
-enum heist__slot { HEIST__SLOT_WORKER, HEIST__SLOT_JOB, HEIST__SLOT_FRAMES, HEIST__SLOTS };
+ * (worker.h), the job it runs (cancel.h), its stack of jobs (future.h), its record
+ * cache and the records of other caches it holds (record.c) and its hold cell
+ * (hold.h). Only where a library's thread-local variable cannot be read by its users'
+ * code (!HEIST__TLS_EXPORTED), which is where HEIST__TLS variables may be gone before
+ * thread-exit destructors run (HEIST__TLS_FREED_BEFORE_KEYS): Windows; elsewhere
+ * HEIST__TLS variables, one thread-pointer-relative load each, and these are not built.
+ * On Windows TLS slots read from the thread's own block: MinGW gcc emulates
+ * HEIST__TLS, a call and a lookup per access, and every heist_spawn and heist_sync
+ * reads the worker, every job run the job's two, every submit and finish the record
+ * cache's, every outside submit the hold cell; and a slot lasts until the thread's
+ * destructors are done. heist__thread_slot_init before any set (0, or EAGAIN when the
+ * process has no slot left); a get before it answers NULL. */
+enum heist__slot {
+	HEIST__SLOT_WORKER,
+	HEIST__SLOT_JOB,
+	HEIST__SLOT_FRAMES,
+	HEIST__SLOT_RECORDS,
+	HEIST__SLOT_HELD,
+	HEIST__SLOT_HOLD,
+	HEIST__SLOTS
+};
 int heist__thread_slot_init(void);
 void *heist__thread_slot_get(enum heist__slot which);
 void heist__thread_slot_set(enum heist__slot which, void *p);

@@ -174,14 +174,16 @@ heist__key_set(heist__key k, void *value)
 	return FlsSetValue((DWORD)k, value) ? 0 : ENOMEM;
 }
 
-/* The slots' indices: written once, under slot_once, before any thread can be a worker
- * or run a job (a pool's creation calls heist__thread_slot_init before it starts a
- * thread or takes a job); relaxed: a thread that reads one before then has set none,
- * and NULL is its answer whichever value it sees. */
+/* The slots' indices: written once, under slot_once, before the first set of any slot
+ * on any thread (every setter calls heist__thread_slot_init first: a pool's creation
+ * before it starts a thread or takes a job, record.c and hold.c before their first
+ * set); relaxed: a thread that reads one before then has set none, and NULL is its
+ * answer whichever value it sees. */
 static _Atomic DWORD slot_index[HEIST__SLOTS] = {TLS_OUT_OF_INDEXES, TLS_OUT_OF_INDEXES,
-						 TLS_OUT_OF_INDEXES};
+						 TLS_OUT_OF_INDEXES, TLS_OUT_OF_INDEXES,
+						 TLS_OUT_OF_INDEXES, TLS_OUT_OF_INDEXES};
 static heist__once_flag slot_once = HEIST__ONCE_INIT;
-_Static_assert(HEIST__SLOTS == 3, "an initial value for every slot");
+_Static_assert(HEIST__SLOTS == 6, "an initial value for every slot");
 
 static void
 alloc_slots(void)
