@@ -257,6 +257,7 @@ heist_group_create(heist_pool *pool, heist_group **out)
 		return err;
 	}
 	g->pool = pool;
+	g->gen = pool->gen;
 	g->lanes = lanes;
 	atomic_init(&g->error, 0);
 	atomic_init(&g->priority, HEIST_PRIORITY_NORMAL);
@@ -314,11 +315,12 @@ waits_for_itself(const struct heist_group *g)
 }
 
 /* In a child process: g has jobs in an inherited pool, which no thread here will run
- * (inherit.h). */
+ * (inherit.h). By the generation g keeps: its pool may be destroyed already (a group
+ * outlives it: heist_submit_after), and is not read. */
 static bool
 orphaned(struct heist_group *g)
 {
-	return heist__pool_inherited(g->pool) && !heist__group_done(g);
+	return g->gen != heist__generation() && !heist__group_done(g);
 }
 
 HEIST_EXPORT int

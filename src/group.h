@@ -25,7 +25,8 @@ struct group_lane {
 };
 
 struct heist_group {
-	heist_pool *pool;
+	heist_pool *pool;		/* compared, never read: the group may outlive it */
+	unsigned gen;			/* its pool's fork generation (inherit.h) */
 	heist_cancel *token;		/* shared by the group's jobs: the first error
 					   or heist_group_cancel requests it */
 	unsigned lanes;			/* the workers' lanes; lane[lanes] is the rest's */

@@ -587,6 +587,31 @@ no_allocation_per_task_in_steady_state(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A group outlives its pool: a dependent task of the group, on a pool destroyed while
+ * its input (a job of another pool) still runs, ends with ESHUTDOWN once the input is
+ * done, and the group's wait and destroy, after the pool is gone, see it so without
+ * reading the freed pool (AddressSanitizer reports such a read). */
+static void
+a_group_outlives_its_pool(void **state)
+{
+	(void)state;
+	heist_pool *other = make_pool(1), *pool = make_pool(1);
+	heist_group *g = make_group(pool);
+	static struct hold h;
+	atomic_store(&h.open, 0);
+	heist_future *input, *d;
+	hold_worker(other, &h, &input);
+	struct heist_after opt = {.group = g};
+	assert_int_equal(heist_submit_after(pool, &input, 1, ret_int, NULL, &opt, &d), 0);
+	heist_pool_destroy(pool);
+	atomic_store(&h.open, 1);
+	assert_int_equal(heist_group_wait(g), ESHUTDOWN);
+	heist_group_destroy(g);
+	assert_int_equal(watched(d), ESHUTDOWN);
+	assert_int_equal(watched(input), 0);
+	heist_pool_destroy(other);
+}
+
 int
 main(void)
 {
@@ -604,6 +629,7 @@ main(void)
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_are_enomem_and_lose_nothing),
 		cmocka_unit_test(no_allocation_per_task_in_steady_state),
+		cmocka_unit_test(a_group_outlives_its_pool),
 	};
 	return RUN_TESTS(tests);
 }
