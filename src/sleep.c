@@ -111,6 +111,8 @@ heist__sleep_prepare(struct sleep *s, unsigned i)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
+static int recall_lent(struct sleep *s);
+
 bool
 heist__sleep_cancel(struct sleep *s, unsigned i)
 {
@@ -128,10 +130,14 @@ heist__sleep_cancel(struct sleep *s, unsigned i)
 		return true;
 	}
 	if (s->lent == (int)i) {
-		/* The guest took our place from the idle stack: we sleep until it
-		 * gives it back, and the work we saw is its to share, or the others'. */
+		/* The guest took our place from the idle stack after our step (1): the
+		 * work we saw may have been announced to nobody (a notifier that saw
+		 * us searching woke no one), and the guest does not take from the
+		 * queues. We search again, as recalled (recall_lent), and the guest is
+		 * owed its place. */
+		recall_lent(s);
 		heist__mutex_unlock(&s->lock);
-		return false;
+		return true;
 	}
 	/* relaxed under the lock: wakers change the word only while holding it. */
 	if (atomic_load_explicit(&s->sleepers[i].word, memory_order_relaxed) == SLEEPING) {
@@ -256,6 +262,16 @@ recall_lent(struct sleep *s)
 	/* release: pairs with the acquire load in heist__sleep_wait (woken_ns too). */
 	atomic_store_explicit(&s->sleepers[j].word, AWAKE, memory_order_release);
 	return j;
+}
+
+void
+heist__sleep_recall(struct sleep *s)
+{
+	heist__mutex_lock(&s->lock);
+	int j = recall_lent(s);
+	heist__mutex_unlock(&s->lock);
+	if (j >= 0)
+		heist__futex_wake(&s->sleepers[j].word, 1);
 }
 
 void

@@ -149,6 +149,14 @@ heist__sleep_all_idle(struct sleep *s, unsigned workers)
 bool heist__sleep_lend(struct sleep *s);
 void heist__sleep_return(struct sleep *s);
 
+/* The guest parks in a wait that can help with nothing while work waits that no thread
+ * runs (wait.c, park): it gives its place back, the lent worker (if any) waking as a
+ * searcher, as (b) of heist__sleep_notify_job does. The guest is not among those who
+ * vote for a stand-in (spare.h): without this, a half of its own loop that it
+ * published, or a job it waits for behind a queue only workers take, would wait for
+ * the worker it took the place of, which sleeps until the guest leaves. */
+void heist__sleep_recall(struct sleep *s);
+
 /* A job was queued (heist_submit and its kin) in a queue of jobs that held `backlog`
  * others (heist__injector_reserve's count; 0 for a deque): as heist__sleep_notify, and
  * two wakes more.

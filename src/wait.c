@@ -829,11 +829,14 @@ park(struct worker *w, const struct awaited *a, struct park *p, struct heist_fut
      uint64_t before, unsigned end)
 {
 	park_enter(w, p);
-	/* The guest never votes: it is not in the quorum (blocked_threads). */
-	if (!heist__worker_is_guest(w) && needs_stand_in(w, true) &&
-	    heist__pool_progress(w->pool) == before) {
+	if (needs_stand_in(w, true) && heist__pool_progress(w->pool) == before) {
 		bool stuck = (end & END_STUCK) && !(end & END_RUNNING);
-		heist__spare_vote(w->pool, before, &p->vote, stuck, blocked_threads(w));
+		/* The guest never votes: it is not in the quorum (blocked_threads). It
+		 * gives back the place it took instead (sleep.h). */
+		if (heist__worker_is_guest(w))
+			heist__sleep_recall(&w->pool->sleep);
+		else
+			heist__spare_vote(w->pool, before, &p->vote, stuck, blocked_threads(w));
 	}
 	fire_timers(w);
 	nap(a, tip, PARK_NS);

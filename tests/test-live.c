@@ -572,6 +572,47 @@ a_guests_timed_poll_gets_a_stand_in(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* The two halves of a loop called from outside (the guest slot) on a one-worker pool
+ * whose worker sleeps: the half the caller runs first waits (untimed) for a promise
+ * that only the other half sets. That wait can help with nothing (a promise ends the
+ * chain), so the other half, offered in the guest's deque, must be run by another
+ * thread: the worker the guest took the place of, or a stand-in. Nothing is timed:
+ * without either the caller waits forever and the meson timeout fails the test. */
+struct halves {
+	heist_promise *p;
+	heist_future *f;
+};
+
+static int
+halves_body(void *arg, size_t begin, size_t end)
+{
+	struct halves *h = arg;
+	for (size_t i = begin; i < end; i++) {
+		int r = i == 0 ? heist_future_wait(h->f) : heist_promise_set(h->p, 0);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void
+a_guests_untimed_wait_gets_its_other_half_run(void **state)
+{
+	(void)state;
+	for (int spares = 0; spares < 2; spares++) {
+		heist_pool *pool = counted_pool(1, spares ? DEFAULT_SPARES : HEIST_SPARES_NONE);
+		for (int round = 0; round < 20; round++) {
+			static struct halves h;
+			assert_int_equal(heist_promise_create(pool, &h.p, &h.f), 0);
+			wait_until_parked(pool);
+			assert_int_equal(heist_for_each(pool, 0, 2, 1, halves_body, &h), 0);
+			heist_promise_release(h.p);
+			heist_future_release(h.f);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Chains of continuations and when_all futures                                       */
 
@@ -1245,6 +1286,7 @@ main(void)
 		cmocka_unit_test(loops_of_short_timed_waits_make_progress),
 		cmocka_unit_test(nested_timed_polls_take_one_thread_each),
 		cmocka_unit_test(a_guests_timed_poll_gets_a_stand_in),
+		cmocka_unit_test(a_guests_untimed_wait_gets_its_other_half_run),
 		cmocka_unit_test(chains_of_continuations_and_when_all_need_no_spare),
 		cmocka_unit_test(chains_of_continuations_waited_from_outside),
 		cmocka_unit_test(a_group_waited_in_a_task_runs_jobs_submitted_from_outside),
