@@ -357,8 +357,10 @@ heist_group_destroy(heist_group *g)
 	}
 	heist__wait_group(g);
 	/* The last count outs may still be on their way out of g (a wake): a few
-	 * instructions, unless their thread was preempted; yielding lets it run. */
-	while (!all_left(g))
+	 * instructions, unless their thread was preempted; yielding lets it run. In a
+	 * child process the threads of g's count outs are not here (inherit.h): one
+	 * caught by the fork half done never ends it, and none touches g again. */
+	while (!all_left(g) && g->gen == heist__generation())
 		heist__thread_yield();
 	heist_cancel_release(g->token);
 	heist__aligned_free(g);

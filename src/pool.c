@@ -65,9 +65,9 @@ static void lock_registry(void) { heist__mutex_lock(&registry_lock); }
 static void unlock_registry(void) { heist__mutex_unlock(&registry_lock); }
 
 static void
-register_pool(struct heist_pool *pool)
+register_pool(struct heist_pool *pool, const struct report *report)
 {
-	if (pool->report)
+	if (report)
 		heist__once(&report_at_exit_once, register_report_at_exit);
 	/* The registry is what a child process needs whole (inherit.h). */
 	heist__inherit_init(lock_registry, unlock_registry);
@@ -79,11 +79,14 @@ register_pool(struct heist_pool *pool)
 	heist__mutex_unlock(&registry_lock);
 }
 
-/* After the drain: wait until no walker of another pool reads this pool's threads,
- * then take it off the list of pools not yet freed. A walker names the pool in its
- * guard before it checks that a job of the pool still runs, and reads nothing of the
- * pool unless it does (wait.c); after the drain no job of the pool runs, so a guard
- * set from now on is withdrawn untouched, and the ones seen here are waited out. */
+/* After the drain and the joins: wait until no walker of another pool reads this
+ * pool's threads, then take it off the list of pools not yet freed. A walker names the
+ * pool in its guard before it checks that a job of the pool still runs, and reads
+ * nothing of the pool unless it does (wait.c); after the drain no job of the pool
+ * runs, so a guard set from now on is withdrawn untouched, and the ones seen here are
+ * waited out. The pool is on the list from before its first thread starts until all
+ * are joined: its threads' own walks (a hook's wait for another pool's job, say) are
+ * seen by that other pool's destroy, which waits for them. */
 static void
 wait_unwalked(struct heist_pool *pool)
 {
@@ -213,6 +216,7 @@ teardown(struct heist_pool *pool, unsigned started)
 		heist__thread_join(pool->workers[i].thread);
 	heist__spares_join(pool);
 	heist__report_write(pool->report, pool, "destroy");
+	wait_unwalked(pool);
 	pool_free(pool, heist__pool_slots_used(pool));
 }
 
@@ -225,6 +229,7 @@ start_workers(struct heist_pool *pool)
 		err = heist__thread_start(&pool->workers[i].thread, pool->stack_size,
 					  heist__worker_main, &pool->workers[i]);
 	if (err) {
+		unregister_pool(pool);
 		teardown(pool, i ? i - 1 : 0);
 		return err;
 	}
@@ -355,12 +360,14 @@ create(heist_pool **out, const struct heist_config *cfg)
 		pool_free(pool, pool->slots);
 		return ENOMEM;
 	}
+	/* Registered before its threads start, whose hooks may submit to it or wait
+	 * for another pool's jobs (wait_unwalked). */
+	register_pool(pool, report);
 	if ((err = start_workers(pool))) {
 		heist__report_free(report);
 		return err;
 	}
 	pool->report = report;	/* not before: a pool that failed writes no report */
-	register_pool(pool);
 	*out = pool;
 	return 0;
 }
@@ -397,7 +404,6 @@ destroy(heist_pool *pool)
 		return;	/* a child's copy, without threads: let it go untouched (inherit.h) */
 	heist__timers_close(pool);	/* timers not yet due end now, never run */
 	heist__pool_drain(pool);
-	wait_unwalked(pool);
 	teardown(pool, pool->n);
 	heist__record_trim();	/* the records the caller submitted with (record.h) */
 }
