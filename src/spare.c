@@ -142,6 +142,11 @@ spare_main(void *arg)
 			atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);
 			s->slot[k].state = SPARE_EXITED;
 			s->alive--;
+		} else if (!heist__spare_surplus(s)) {
+			/* A waiter parked again since the loop's look: still needed. A park
+			 * after this look finds us gone, and votes (spare.h). */
+			heist__mutex_unlock(&s->lock);
+			continue;
 		} else {
 			retire(s, k);
 		}
@@ -161,6 +166,8 @@ struct launch {
 	heist__thread old;
 };
 
+static void exhausted(struct spares *s, const char *why);
+
 /* Under the lock: reserve slot k (FREE or EXITED) for a new spare thread. */
 static struct launch
 reserve(struct heist_pool *pool, unsigned k)
@@ -171,8 +178,10 @@ reserve(struct heist_pool *pool, unsigned k)
 	if (k >= atomic_load_explicit(&s->hw, memory_order_relaxed)) {
 		/* First use: the slot's deque and buffers, then let thieves see it.
 		 * Slots are used in order, so this is slot hw. */
-		if (heist__pool_slot_init(pool, pool->slots + k))
-			return l;	/* no memory: no spare */
+		if (heist__pool_slot_init(pool, pool->slots + k)) {
+			exhausted(s, "no memory for one more");	/* no spare */
+			return l;
+		}
 		/* seq_cst (so release): the slot is ready before a thief that sees hw
 		 * visits it; see heist__spares_slots. */
 		atomic_store_explicit(&s->hw, k + 1, memory_order_seq_cst);
@@ -204,6 +213,7 @@ launch(struct heist_pool *pool, struct launch l)
 		s->alive--;
 		s->started--;
 		sp->state = SPARE_EXITED;	/* free to try again, nothing to join */
+		exhausted(s, "one more could not be started");
 	} else {
 		sp->joinable = true;	/* read under the lock by the next reserve */
 	}
@@ -211,20 +221,26 @@ launch(struct heist_pool *pool, struct launch l)
 	heist__mutex_unlock(&s->lock);
 }
 
-/* Under the lock: a stand-in was needed and every spare is in use. Counted, and said
- * once per pool: a wait may now depend on a thread the pool will not start. The
+/* Under the lock: a stand-in was needed and every spare is in use (why: NULL), or one
+ * more could not be had (why says so: no memory for its slot, no thread). Counted, and
+ * said once per pool: a wait may now depend on a thread the pool will not start. The
  * library prints nothing else; this is the one line a user needs to see before a
  * hang (heist.h, max_spares). With HEIST_SPARES_NONE the pool was asked never to
  * start one: such moments are counted, in silence. */
 static void
-exhausted(struct spares *s)
+exhausted(struct spares *s, const char *why)
 {
 	s->exhausted++;
 	if (s->warned || !s->max)
 		return;
 	s->warned = true;
-	fprintf(stderr, "heist: pool \"%s\": all %u spare threads are in use and queued work "
-		"still waits for a thread; raise heist_config.max_spares\n", s->name, s->max);
+	if (why)
+		fprintf(stderr, "heist: pool \"%s\": a spare thread is needed and %s; queued "
+			"work still waits for a thread\n", s->name, why);
+	else
+		fprintf(stderr, "heist: pool \"%s\": all %u spare threads are in use and "
+			"queued work still waits for a thread; raise heist_config.max_spares\n",
+			s->name, s->max);
 }
 
 /* Under the lock: one more spare, if the bound allows. An idle one is called at once;
@@ -248,7 +264,7 @@ call_one(struct heist_pool *pool)
 		if (!s->slot[k].launching && (st == SPARE_FREE || st == SPARE_EXITED))
 			return reserve(pool, k);	/* one try: failing means no spare now */
 	}
-	exhausted(s);
+	exhausted(s, NULL);
 	return (struct launch){.k = -1};
 }
 
@@ -323,7 +339,7 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 			if (s->max)
 				l = call_one(pool);
 			else
-				exhausted(s);
+				exhausted(s, NULL);
 			if (s->exhausted == before)
 				s->quiet = 0;	/* the next stand-in takes a full count */
 		} else if (s->quiet < COMPENSATE_ROUNDS) {

@@ -152,7 +152,9 @@ heist__spares_slots(struct spares *s)
 /* A spare with an empty deque asks whether the pool still needs it. relaxed: a stale
  * answer costs one task run by a spare, or one more look; and coherence alone makes a
  * look that follows an acquire (a take from the injector, say) see every unpark that
- * happened before the hand-off it acquired. The retirement re-checks under the lock. */
+ * happened before the hand-off it acquired. The retirement looks again under the lock
+ * (spare.c, spare_main); a waiter that parks after that look, with the spare gone,
+ * votes again at its next nap (a stand-in after the vote's count, not a hang). */
 static inline bool
 heist__spare_surplus(struct spares *s)
 {

@@ -203,6 +203,10 @@ run_shape(struct shape_run *r)
 		/* Something holds a worker, Z parks, the X jobs are queued: a spare. */
 		POLL(ok, stats_of(s.pool).spares > 0);
 		assert_true(ok);
+	} else if (r->no_threads) {
+		/* The same, and the spare cannot start: counted (and said), not silent. */
+		POLL(ok, stats_of(s.pool).spares_exhausted > 0);
+		assert_true(ok);
 	} else {
 		nap(20 * 1000 * 1000);	/* a chance for Z's worker to take an X */
 	}
@@ -288,7 +292,8 @@ idle_spares_go_away(void **state)
 	heist__spare_keepalive_ns = keep;
 }
 
-/* Spares cannot start (every pthread_create fails): the shapes still complete. */
+/* Spares cannot start (every pthread_create fails): each stand-in that could not be
+ * had is counted (spares_exhausted), and the shapes still complete. */
 static void
 shapes_complete_when_spares_cannot_start(void **state)
 {

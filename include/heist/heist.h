@@ -232,10 +232,12 @@ struct heist_config {
 				     thread of the pool can run (see heist_future_wait); 0:
 				     256; HEIST_SPARES_NONE: none; at most
 				     HEIST_MAX_THREADS. When a stand-in is needed and all
-				     are in use, the pool counts it
+				     are in use (or, since 0.2, one could not be started:
+				     no memory, no thread), the pool counts it
 				     (heist_stats.spares_exhausted) and prints one line on
-				     stderr, once, naming the pool and this field; with
-				     HEIST_SPARES_NONE it only counts (@since 0.1) */
+				     stderr, once, naming the pool and this field or the
+				     failure; with HEIST_SPARES_NONE it only counts
+				     (@since 0.1) */
 	/** Called on each of the pool's threads (workers and spare threads) before it
 	 * runs its first task, with hook_ctx and its heist_thread_index(); NULL: none.
 	 * A hook runs outside any task: a submit from it is a submit from outside the
@@ -1557,7 +1559,8 @@ struct heist_stats {
 	uint64_t parks;		  /**< waits in which a worker parked, helping with nothing */
 	uint64_t spares_exhausted; /**< times queued work needed a stand-in while every
 				       spare was in use (or max_spares was
-				       HEIST_SPARES_NONE): the first is also reported on
+				       HEIST_SPARES_NONE, or, since 0.2, one could not
+				       be started): the first is also reported on
 				       stderr (see max_spares) (@since 0.1) */
 };
 
