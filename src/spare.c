@@ -142,11 +142,6 @@ spare_main(void *arg)
 			atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);
 			s->slot[k].state = SPARE_EXITED;
 			s->alive--;
-		} else if (!heist__spare_surplus(s)) {
-			/* A waiter parked again since the loop's look: still needed. A park
-			 * after this look finds us gone, and votes (spare.h). */
-			heist__mutex_unlock(&s->lock);
-			continue;
 		} else {
 			retire(s, k);
 		}

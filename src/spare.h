@@ -152,9 +152,11 @@ heist__spares_slots(struct spares *s)
 /* A spare with an empty deque asks whether the pool still needs it. relaxed: a stale
  * answer costs one task run by a spare, or one more look; and coherence alone makes a
  * look that follows an acquire (a take from the injector, say) see every unpark that
- * happened before the hand-off it acquired. The retirement looks again under the lock
- * (spare.c, spare_main); a waiter that parks after that look, with the spare gone,
- * votes again at its next nap (a stand-in after the vote's count, not a hang). */
+ * happened before the hand-off it acquired. A spare also retires when a whole search
+ * found nothing, surplus or not (worker.c, search). Either way a waiter that parks
+ * after the spare's last look votes again at its next nap, and the vote calls an idle
+ * spare back first (spare.c, call_one): a stand-in after the vote's count, never a
+ * hang. */
 static inline bool
 heist__spare_surplus(struct spares *s)
 {
