@@ -341,11 +341,15 @@ heist__deque_pop_public(struct deque *dq)
 {
 	int64_t bottom = dq->public_cache;
 	int64_t b = bottom - 1;
-	/* relaxed store, then the seq_cst fence: our claim on slot b must be visible
-	 * before we read top. Pairs with the fence in heist__deque_steal between its
-	 * loads of top and public_bottom; without the pair, the owner and a thief can
-	 * both take the last task. */
-	atomic_store_explicit(&dq->public_bottom, b, memory_order_relaxed);
+	/* Store, then the seq_cst fence: our claim on slot b must be visible before we
+	 * read top. Pairs with the fence in heist__deque_steal between its loads of top
+	 * and public_bottom; without the pair, the owner and a thief can both take the
+	 * last task. release: a thief whose acquire load reads this value goes on to
+	 * read slots below it, which the last publish stored; C11 carries that publish's
+	 * release through our later relaxed stores (a release sequence), C++20's model
+	 * no longer does, and a release store costs the slow path nothing on x86 and
+	 * little on AArch64. */
+	atomic_store_explicit(&dq->public_bottom, b, memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
 	int64_t t = atomic_load_explicit(&dq->top, memory_order_relaxed);
 	struct task *x = NULL;
@@ -366,9 +370,9 @@ heist__deque_pop_public(struct deque *dq)
 	} else {
 		b = b + 1;	/* it was empty; undo our claim */
 	}
-	/* relaxed: restoring public_bottom after a failed or last pop publishes no
-	 * slot; a thief that reads the lower value sees an empty deque and retries. */
-	atomic_store_explicit(&dq->public_bottom, b, memory_order_relaxed);
+	/* Restoring public_bottom after a failed or last pop publishes no slot, but a
+	 * thief that reads it with t < b reads the slots below it: release, as above. */
+	atomic_store_explicit(&dq->public_bottom, b, memory_order_release);
 	dq->public_cache = b;
 	if (b < bottom)
 		heist__deque_drop_private(dq);
