@@ -40,6 +40,7 @@ heist__spares_init(struct spares *s, unsigned max, const char *name)
 	s->votes = 0;
 	s->stuck = 0;
 	s->quiet = 0;
+	s->quiet_since_ns = heist__now_ns();
 	s->exhausted = 0;
 	s->warned = false;
 	s->name = name;
@@ -303,9 +304,11 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 	struct spares *s = &pool->spares;
 	struct launch l = {.k = -1};
 	heist__mutex_lock(&s->lock);
+	uint64_t now = heist__now_ns();
 	if (progress != s->progress) {	/* progress: everyone looks again, and */
 		s->progress = progress;	/* compensation's count starts over */
 		s->quiet = 0;
+		s->quiet_since_ns = now;
 		next_round(s);
 	}
 	if (v->round != s->round) {
@@ -328,15 +331,19 @@ heist__spare_vote(struct heist_pool *pool, uint64_t progress, struct heist__vote
 	 * next: every count is of looks made since. relaxed (heist__spare_short):
 	 * under the lock. */
 	if (s->votes >= blocked) {
-		bool due = s->stuck >= s->votes || s->quiet >= COMPENSATE_ROUNDS;
+		bool due = s->stuck >= s->votes || s->quiet >= COMPENSATE_ROUNDS ||
+			   (s->quiet >= COMPENSATE_MIN_ROUNDS &&
+			    now - s->quiet_since_ns >= COMPENSATE_NS);
 		if (!s->stopping && due && heist__spare_short(s)) {
 			uint64_t before = s->exhausted;
 			if (s->max)
 				l = call_one(pool);
 			else
 				exhausted(s, NULL);
-			if (s->exhausted == before)
+			if (s->exhausted == before) {
 				s->quiet = 0;	/* the next stand-in takes a full count */
+				s->quiet_since_ns = now;
+			}
 		} else if (s->quiet < COMPENSATE_ROUNDS) {
 			s->quiet++;
 		}

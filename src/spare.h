@@ -30,8 +30,9 @@
  *    threads that run slowly (a sanitizer, an overloaded host) take longer over
  *    their rounds, as they do between a submit and its wait, and still get their
  *    stand-in. Each voter naps PARK_NS (wait.c, 200 us) between looks unless woken,
- *    so at full speed the count lasts 250 ms or more. It adds at most one stand-in
- *    per count of a pool-wide stall.
+ *    so at full speed the count lasts 250 ms or more; where naps last longer (a
+ *    system timer's tick) it ends after 250 ms and a few rounds (COMPENSATE_NS). It
+ *    adds at most one stand-in per count of a pool-wide stall.
  *  - a timed wait calls one at once, if fewer spares run than threads are parked: it
  *    runs nothing itself, even what it waits for. Its thread counts as parked until
  *    it moves on (wait.c, timed_park), and the spare looks for work at least once
@@ -85,6 +86,7 @@ struct spares {
 	unsigned quiet;			/* rounds complete since the last progress or
 					 * stand-in (compensation; at most
 					 * COMPENSATE_ROUNDS) */
+	uint64_t quiet_since_ns;	/* when quiet was last 0 */
 	uint64_t exhausted;		/* calls that found every spare in use */
 	bool warned;			/* the stderr line about it was printed */
 	const char *name;		/* the pool's, for that line */
@@ -101,8 +103,13 @@ struct spares {
  * threads that run. Long beside a chain's steps (a thread between its submit and its
  * wait takes microseconds, and every voter looks once a nap of 200 us), so that such a
  * thread is not raced even when it is preempted for a while; short beside a task that
- * blocks for real. */
-enum { COMPENSATE_ROUNDS = 1250 };
+ * blocks for real. Where a nap lasts a timer tick (Windows rounds a wait up to a
+ * millisecond, and ends it at the next tick of the system's timer, 15.6 ms by
+ * default), 1,250 rounds would take 1.25 to 20 s: the count also ends once
+ * COMPENSATE_NS have passed over at least COMPENSATE_MIN_ROUNDS rounds, which at
+ * full speed elsewhere comes at about the same time as the rounds. */
+enum { COMPENSATE_ROUNDS = 1250, COMPENSATE_MIN_ROUNDS = 16 };
+#define COMPENSATE_NS ((uint64_t)250 * 1000 * 1000)
 
 /* Tests only: how long an idle spare thread waits to be called before it exits. */
 extern uint64_t heist__spare_keepalive_ns;

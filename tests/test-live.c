@@ -268,10 +268,12 @@ struct chain_run {
 };
 
 /* Compensation (spare.h) calls a stand-in once COMPENSATE_ROUNDS rounds of the vote
- * have completed with no progress of the pool while work waits; a round takes a look
- * of every parked waiter, and each naps 200 us between looks (wait.c, PARK_NS) unless
- * a wake cuts the nap short. A stalled chain wakes nobody: so at least this long. */
-#define COMPENSATE_NS ((uint64_t)COMPENSATE_ROUNDS * 200 * 1000)
+ * have completed with no progress of the pool while work waits, or COMPENSATE_NS have
+ * passed over COMPENSATE_MIN_ROUNDS of them; a round takes a look of every parked
+ * waiter, and each naps 200 us between looks (wait.c, PARK_NS) unless a wake cuts the
+ * nap short. A stalled chain wakes nobody: so at least COMPENSATE_NS (250 ms). */
+_Static_assert(COMPENSATE_NS <= (uint64_t)COMPENSATE_ROUNDS * 200 * 1000,
+	       "compensation comes no later than its rounds would bring it");
 
 /* Stand-ins compensation may have called in a run that lasted elapsed_ns: at most one
  * per pool per COMPENSATE_NS. Never for a chain that runs as it should (microseconds
