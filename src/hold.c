@@ -78,11 +78,15 @@ heist__hold_link(void)
 	struct heist__hold_cell *c = heist__calloc(1, sizeof(*c));
 	if (!c)
 		return false;	/* the caller holds the pool by the count instead */
-	if (heist__key_set(cell_key, c)) {
+	if (!heist__thread_slot_set(HEIST__SLOT_HOLD, c)) {
 		free(c);
 		return false;
 	}
-	heist__thread_slot_set(HEIST__SLOT_HOLD, c);
+	if (heist__key_set(cell_key, c)) {
+		heist__thread_slot_set(HEIST__SLOT_HOLD, NULL);
+		free(c);
+		return false;
+	}
 #endif
 	heist__mutex_lock(&cells_lock);
 	c->prev = NULL;

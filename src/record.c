@@ -121,7 +121,7 @@ static HEIST__TLS struct cache *my_cache;
 static HEIST__TLS struct held my_held;
 
 static inline struct cache *cache_mine(void) { return my_cache; }
-static inline void cache_set_mine(struct cache *c) { my_cache = c; }
+static inline bool cache_set_mine(struct cache *c) { my_cache = c; return true; }
 static inline struct held *held_mine(void) { return &my_held; }
 static inline bool slots_ready(void) { return true; }
 #else
@@ -133,10 +133,10 @@ cache_mine(void)
 	return heist__thread_slot_get(HEIST__SLOT_RECORDS);
 }
 
-static inline void
+static inline bool
 cache_set_mine(struct cache *c)
 {
-	heist__thread_slot_set(HEIST__SLOT_RECORDS, c);
+	return heist__thread_slot_set(HEIST__SLOT_RECORDS, c);
 }
 
 static inline struct held *
@@ -271,11 +271,15 @@ start_holding(struct held *h)
 	h = heist__calloc(1, sizeof(*h));	/* h was held_none */
 	if (!h)
 		return NULL;
-	if (heist__key_set(held_key, h)) {
+	if (!heist__thread_slot_set(HEIST__SLOT_HELD, h)) {
 		free(h);
 		return NULL;
 	}
-	heist__thread_slot_set(HEIST__SLOT_HELD, h);
+	if (heist__key_set(held_key, h)) {
+		heist__thread_slot_set(HEIST__SLOT_HELD, NULL);
+		free(h);
+		return NULL;
+	}
 #else
 	if (heist__key_set(held_key, h))
 		return NULL;
@@ -298,11 +302,15 @@ cache_get(void)
 		return NULL;
 	atomic_init(&c->remote, NULL);
 	atomic_init(&c->outstanding, 0);
-	if (heist__key_set(cache_key, c)) {
+	if (!cache_set_mine(c)) {
 		free(c);
 		return NULL;
 	}
-	cache_set_mine(c);
+	if (heist__key_set(cache_key, c)) {
+		cache_set_mine(NULL);
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 

@@ -144,7 +144,8 @@ int heist__key_set(heist__key k, void *value);
  * reads the worker, every job run the job's two, every submit and finish the record
  * cache's, every outside submit the hold cell; and a slot lasts until the thread's
  * destructors are done. heist__thread_slot_init before any set (0, or EAGAIN when the
- * process has no slot left); a get before it answers NULL. */
+ * process has no slot left); a get before it answers NULL. Neither changes the thread's
+ * last-error code. */
 enum heist__slot {
 	HEIST__SLOT_WORKER,
 	HEIST__SLOT_JOB,
@@ -156,7 +157,9 @@ enum heist__slot {
 };
 int heist__thread_slot_init(void);
 void *heist__thread_slot_get(enum heist__slot which);
-void heist__thread_slot_set(enum heist__slot which, void *p);
+/* false if the value could not be stored (no memory for the thread's block of slots
+ * past the first 64: a thread's first set of such a slot only); the slot is as it was. */
+bool heist__thread_slot_set(enum heist__slot which, void *p);
 
 /* ---- fork ------------------------------------------------------------------------- */
 

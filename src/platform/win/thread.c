@@ -156,9 +156,25 @@ heist__once(heist__once_flag *o, void (*fn)(void))
 	InitOnceExecuteOnce((INIT_ONCE *)o, run_once, &call, NULL);
 }
 
+/* The fiber-local callbacks run on the program's threads whenever they exit, after
+ * heist's DLL may have been unloaded: it pins itself in the process, once, when it
+ * first makes one (as -z nodelete does for the ELF library: meson.build). */
+static const char in_this_module;	/* an address of ours, to name the module by */
+
+static void
+pin_module(void)
+{
+	HMODULE self;
+	GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN,
+			   (LPCWSTR)(const void *)&in_this_module, &self);
+}
+
+static heist__once_flag pin_once = HEIST__ONCE_INIT;
+
 int
 heist__key_create(heist__key *k, void (*destructor)(void *))
 {
+	heist__once(&pin_once, pin_module);
 	/* A fiber-local storage callback has the destructor's shape (void WINAPI f(PVOID));
 	 * on x86-64 WINAPI is the one calling convention. */
 	DWORD i = FlsAlloc((PFLS_CALLBACK_FUNCTION)(void (*)(void))destructor);
@@ -226,17 +242,30 @@ heist__thread_slot_get(enum heist__slot which)
 	 * too (winternl.h's TEB); later ones in a block it allocates. */
 	if (i < 64)
 		return own_teb()->TlsSlots[i];
-	return i == TLS_OUT_OF_INDEXES ? NULL : TlsGetValue(i);
+	if (i == TLS_OUT_OF_INDEXES)
+		return NULL;
+	DWORD last = GetLastError();	/* TlsGetValue clears it: the caller's is kept */
+	void *p = TlsGetValue(i);
+	SetLastError(last);
+	return p;
 }
 
-void
+bool
 heist__thread_slot_set(enum heist__slot which, void *p)
 {
 	DWORD i = atomic_load_explicit(&slot_index[which], memory_order_relaxed);
-	if (i < 64)
+	if (i < 64) {
 		own_teb()->TlsSlots[i] = p;	/* what TlsSetValue stores, without the call */
-	else if (i != TLS_OUT_OF_INDEXES)
-		TlsSetValue(i, p);	/* fails only for an index never allocated */
+		return true;
+	}
+	if (i == TLS_OUT_OF_INDEXES)
+		return false;
+	/* A thread's first set of an index past 64 allocates the block those live in,
+	 * which can fail (ERROR_NOT_ENOUGH_MEMORY); later sets cannot. */
+	DWORD last = GetLastError();
+	bool ok = TlsSetValue(i, p);
+	SetLastError(last);
+	return ok;
 }
 
 int
