@@ -196,6 +196,41 @@ heist_future_then(heist_future *f, heist_fn fn, void *arg, heist_future **out)
 	return err;
 }
 
+/* ---- callbacks on a job's end ---- */
+
+/* heist_future_on_done's node, on the heap: the callback and the reference it holds. */
+struct on_done {
+	struct heist__then node;
+	heist_done_fn fn;
+	void *arg;
+};
+
+static void
+on_done_fire(struct heist__then *n, struct heist_future *f)
+{
+	struct on_done *d = (struct on_done *)(void *)n;
+	d->fn(d->arg, final_result(f));
+	heist__job_release(f);	/* the call's; f's finisher holds its own meanwhile */
+	free(d);
+}
+
+HEIST_EXPORT int
+heist_future_on_done(heist_future *f, heist_done_fn fn, void *arg)
+{
+	if (!f || !fn)
+		return EINVAL;
+	struct on_done *d = heist__malloc(sizeof(*d));
+	if (!d)
+		return ENOMEM;
+	d->node.fire = on_done_fire;
+	d->fn = fn;
+	d->arg = arg;
+	heist__job_ref(f);	/* until fn has run */
+	if (!heist__job_then(f, &d->node))
+		on_done_fire(&d->node, f);	/* final already: ours to fire */
+	return 0;
+}
+
 /* ---- when_all and dependent tasks ---- */
 
 /* A when_all future W and a dependent task D both wait for n inputs with a table: a

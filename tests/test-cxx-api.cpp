@@ -1624,6 +1624,38 @@ struct test {
 };
 
 #define T(f) {#f, f}
+// A continuation or dependent task whose future was dropped before its job ended, and
+// which then ends without running (its input's promise broken, its pool destroyed
+// before its input ended), still ends its callable and what that captured.
+static void
+dropped_futures_of_unrun_jobs_end_what_they_hold()
+{
+	int base = live.load();
+	{
+		heist::pool pool(1);
+		auto p = std::make_unique<heist::promise<int>>(pool);
+		{
+			auto f = p->get_future();
+			auto c = f.then([t = tracked(1)](int v) { return v + t.v; });
+		}	// dropped, its continuation waiting
+		CHECK(live.load() == base + 1);
+		p.reset();	// broken: the continuation ends unrun
+		CHECK(live.load() == base);
+	}
+	{
+		heist::pool other(1);
+		heist::promise<int> q(other);
+		{
+			heist::pool pool(1);
+			auto d = pool.submit_after({q.get_future()}, [t = tracked(2)] { return t.v; });
+		}	// dropped, then its pool destroyed: d still waits for q
+		CHECK(live.load() == base + 1);
+		q.set_value(1);	// d becomes runnable on a pool that is gone: unrun
+		CHECK(live.load() == base);
+	}
+	CHECK(live.load() == base);
+}
+
 static const test tests[] = {
 	T(pool_constructors),
 	T(pool_move),
@@ -1648,6 +1680,7 @@ static const test tests[] = {
 	T(promise_void_and_reference),
 	T(promise_then_and_when_all),
 	T(promise_moved_from_and_cancel),
+	T(dropped_futures_of_unrun_jobs_end_what_they_hold),
 	T(token_cancels_queued),
 	T(token_running_and_misuse),
 	T(post_runs_and_reports),

@@ -772,6 +772,96 @@ a_continuation_queued_where_the_deque_cannot_grow_still_runs(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* heist_future_on_done: called once, whichever way the job ends: it ran (its result),
+ * it was cancelled while queued (ECANCELED), a continuation ended unrun because its
+ * pool was gone (ESHUTDOWN); at once, on the caller's thread, when it is done already;
+ * bad input and no memory call nothing. */
+struct done_note {
+	atomic_int calls;
+	atomic_int result;
+	pthread_t thread;
+};
+
+static void
+note_done(void *arg, int result)
+{
+	struct done_note *d = arg;
+	d->thread = pthread_self();
+	atomic_store(&d->result, result);
+	atomic_fetch_add(&d->calls, 1);
+}
+
+static void
+on_done_is_called_once_however_the_job_ends(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	bool ok;
+	/* Ran: its result. */
+	static struct done_note ran, cancelled, at_once, unrun;
+	heist_future *f;
+	assert_int_equal(heist_submit(pool, ret_int, (void *)7, &f), 0);
+	assert_int_equal(heist_future_on_done(f, note_done, &ran), 0);
+	heist_future_release(f);	/* the call holds its own reference */
+	POLL(ok, atomic_load(&ran.calls) == 1);
+	assert_true(ok);
+	assert_int_equal(atomic_load(&ran.result), 7);
+	/* Cancelled while queued behind a held worker: ECANCELED, never run. */
+	static struct hold h;
+	atomic_store(&h.open, 0);
+	heist_future *held;
+	hold_worker(pool, &h, &held);
+	assert_int_equal(heist_submit(pool, ret_int, (void *)8, &f), 0);
+	assert_int_equal(heist_future_on_done(f, note_done, &cancelled), 0);
+	heist_future_cancel(f);
+	assert_int_equal(atomic_load(&cancelled.calls), 1);
+	assert_int_equal(atomic_load(&cancelled.result), ECANCELED);
+	heist_future_release(f);
+	/* Done already: at once, here. */
+	assert_int_equal(heist_submit(pool, ret_int, (void *)9, &f), 0);
+	atomic_store(&h.open, 1);
+	assert_int_equal(heist_future_wait(f), 9);
+	assert_int_equal(heist_future_on_done(f, note_done, &at_once), 0);
+	assert_int_equal(atomic_load(&at_once.calls), 1);
+	assert_int_equal(atomic_load(&at_once.result), 9);
+	assert_true(pthread_equal(at_once.thread, pthread_self()));
+	heist_future_release(f);
+	assert_int_equal(watched(held), 0);
+	/* A dependent task on a pool destroyed before its input (of another pool) ends:
+	 * ESHUTDOWN, unrun. */
+	heist_pool *other = make_pool(1);
+	atomic_store(&h.open, 0);
+	atomic_store(&h.entered, 0);
+	hold_worker(other, &h, &held);
+	heist_future *c;
+	assert_int_equal(heist_submit_after(pool, &held, 1, ret_int, (void *)10, NULL, &c), 0);
+	assert_int_equal(heist_future_on_done(c, note_done, &unrun), 0);
+	heist_future_release(c);
+	heist_pool_destroy(pool);
+	atomic_store(&h.open, 1);
+	assert_int_equal(watched(held), 0);
+	POLL(ok, atomic_load(&unrun.calls) == 1);
+	assert_true(ok);
+	assert_int_equal(atomic_load(&unrun.result), ESHUTDOWN);
+	heist_pool_destroy(other);
+	/* Bad input, no memory: nothing called. */
+	static struct done_note never;
+	assert_int_equal(heist_future_on_done(NULL, note_done, &never), EINVAL);
+	heist_pool *p = make_pool(1);
+	assert_int_equal(heist_submit(p, ret_int, NULL, &f), 0);
+	assert_int_equal(heist_future_on_done(f, NULL, &never), EINVAL);
+	fault_fail_all(FAULT_ALLOC, FAULT_THIS_THREAD);
+	int err = heist_future_on_done(f, note_done, &never);
+	fault_disarm(FAULT_ALLOC);
+	assert_int_equal(err, ENOMEM);
+	assert_int_equal(watched(f), 0);
+	heist_pool_destroy(p);
+	assert_int_equal(atomic_load(&never.calls), 0);
+	assert_int_equal(atomic_load(&ran.calls) + atomic_load(&cancelled.calls) +
+				 atomic_load(&at_once.calls) + atomic_load(&unrun.calls),
+			 4);
+}
+
 int
 main(void)
 {
@@ -796,6 +886,7 @@ main(void)
 		cmocka_unit_test(a_pool_destroyed_right_after_its_continuation_ran_is_not_read_after),
 		cmocka_unit_test(a_pool_destroyed_right_after_an_outside_task_ran_is_not_read_after),
 		cmocka_unit_test(a_continuation_queued_where_the_deque_cannot_grow_still_runs),
+		cmocka_unit_test(on_done_is_called_once_however_the_job_ends),
 	};
 	return RUN_TESTS(tests);
 }

@@ -555,6 +555,25 @@ heist_future_wait_timeout(heist_future *f, uint64_t timeout_ns)
 HEIST_EXPORT int heist_future_then(heist_future *f, heist_fn fn, void *arg,
 				   heist_future **out);
 
+/** What heist_future_on_done calls: arg as given, and the future's result (as
+ * heist_future_wait would return it: the task's own, or ECANCELED). */
+typedef void (*heist_done_fn)(void *arg, int result);
+
+/**
+ * Call fn(arg, result) once f is done, whichever way: the task ran, or it was cancelled
+ * or ended without running (a continuation whose pool was destroyed, say), on the
+ * thread that made it so, right after its waiters see it done; or at once, on the
+ * caller's thread, if f is done already. Nothing is queued: fn runs inside that
+ * thread's finishing of f, so it should be short and must not wait for anything (it
+ * may submit, set a promise, release futures). For what must follow a job's end however
+ * it ends (freeing what its argument holds, say), where heist_future_then's
+ * continuation would not run for a cancelled job. The call holds its own reference to
+ * f until fn has run; what f's task wrote is visible to fn.
+ * @returns 0; EINVAL if f or fn is NULL; ENOMEM (fn will not be called).
+ * @since 0.2
+ */
+HEIST_EXPORT int heist_future_on_done(heist_future *f, heist_done_fn fn, void *arg);
+
 /**
  * A future that is done when all n futures are, giving the first nonzero result among
  * them in array order (ECANCELED for one cancelled), or 0. n = 0: done at once. It

@@ -595,6 +595,44 @@ drop_side(heist_future *f, ticket t) noexcept
 	}
 }
 
+/* A future dropped before its job is final (future::reset): what settle() would do
+ * for a job that ends without running (end its callable, let go of the job's reference
+ * to the block; or of the token the job held) is done when the job ends, on the thread
+ * that ends it (heist_future_on_done): a continuation ended unrun, its input cancelled
+ * or its pool destroyed, has no trampoline to do it. The callback holds the block. */
+inline void
+settle_dropped_block(void *arg, int code) noexcept
+{
+	result_base *s = static_cast<result_base *>(arg);
+	if (code != 0) {
+		s->unrun();
+		s->release();	/* the job's */
+	}
+	s->release();	/* the callback's */
+}
+
+inline void
+settle_dropped_token(void *arg, int code) noexcept
+{
+	if (code == ECANCELED)
+		static_cast<token_block *>(arg)->release();
+}
+
+inline void
+settle_when_done(heist_future *f, result_base *s, token_block *tok) noexcept
+{
+	if (s) {
+		if (s->coded)
+			return;	/* no job reference: nothing to settle */
+		s->acquire();
+		if (heist_future_on_done(f, &settle_dropped_block, s) != 0)
+			settle_dropped_block(s, heist_future_wait(f));	/* ENOMEM: wait */
+	} else if (tok) {
+		if (heist_future_on_done(f, &settle_dropped_token, tok) != 0)
+			settle_dropped_token(tok, heist_future_wait(f));
+	}
+}
+
 /* An inline future shared with dependent tasks (future::hold): the C future and the
  * job's ticket, kept until the future object and every dependent are done with them.
  * What the job left in the side table (an exception, a colliding value) is moved here
@@ -1067,6 +1105,8 @@ private:
 			return;
 		if (!settled_ && heist_future_done(f_))
 			settle();
+		else if (!settled_)	/* settled when it ends, maybe unrun */
+			detail::settle_when_done(f_, s_, token_);
 		/* relaxed: as in take(). A shared future's C future belongs to its block
 		 * (hold), which releases it, and erases the side entry, with its last
 		 * reference. */
