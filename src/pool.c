@@ -229,7 +229,11 @@ start_workers(struct heist_pool *pool)
 		err = heist__thread_start(&pool->workers[i].thread, pool->stack_size,
 					  heist__worker_main, &pool->workers[i]);
 	if (err) {
+		/* As a destroy: what the started workers' start hooks queued (the pool
+		 * was registered for them) runs, or ends, before they stop. */
 		unregister_pool(pool);
+		heist__timers_close(pool);
+		heist__pool_drain(pool);
 		teardown(pool, i ? i - 1 : 0);
 		return err;
 	}

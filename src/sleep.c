@@ -113,31 +113,19 @@ heist__sleep_prepare(struct sleep *s, unsigned i)
 
 static int recall_lent(struct sleep *s);
 
-bool
+void
 heist__sleep_cancel(struct sleep *s, unsigned i)
 {
 	heist__mutex_lock(&s->lock);
-	if (s->lent == (int)i && s->given) {
-		/* We gave the place in prepare and saw work: take it back, owed
-		 * again; we are a searcher. */
-		s->given = false;
-		s->lent = -1;
-		s->owed = true;
-		atomic_store_explicit(&s->lent_out, false, memory_order_relaxed);
-		atomic_store_explicit(&s->sleepers[i].word, AWAKE, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->state, ONE_SEARCHER, memory_order_seq_cst);
-		heist__mutex_unlock(&s->lock);
-		return true;
-	}
 	if (s->lent == (int)i) {
-		/* The guest took our place from the idle stack after our step (1): the
-		 * work we saw may have been announced to nobody (a notifier that saw
-		 * us searching woke no one), and the guest does not take from the
-		 * queues. We search again, as recalled (recall_lent), and the guest is
-		 * owed its place. */
+		/* Lent to the guest: we gave it our place in prepare, or it took us
+		 * from the idle stack after our step (1). Either way the work we saw
+		 * may be nobody else's to run (a notifier that saw us searching woke no
+		 * one, and the guest does not take from the queues): we search again,
+		 * as recalled, and the guest is owed its place (sleep.h). */
 		recall_lent(s);
 		heist__mutex_unlock(&s->lock);
-		return true;
+		return;
 	}
 	/* relaxed under the lock: wakers change the word only while holding it. */
 	if (atomic_load_explicit(&s->sleepers[i].word, memory_order_relaxed) == SLEEPING) {
@@ -153,7 +141,6 @@ heist__sleep_cancel(struct sleep *s, unsigned i)
 	}
 	/* else a waker already took us off the stack and counted us as a searcher. */
 	heist__mutex_unlock(&s->lock);
-	return true;
 }
 
 bool

@@ -77,13 +77,16 @@ void heist__sleep_start_search(struct sleep *s);
 bool heist__sleep_stop_search(struct sleep *s);
 
 /* Step (1): worker i leaves the searchers for the sleepers. The caller then looks
- * for work and calls heist__sleep_cancel if it finds some, else heist__sleep_wait.
- * A worker that gave the guest its place in prepare (sleep.h, lend) takes it back in
- * cancel: it saw work, which may be nobody else's to run. Cancel returns false if the
- * worker must sleep anyway: the guest took its place from the idle stack meanwhile
- * (heist__sleep_lend), and the work is the guest's or the others'. */
+ * for work and calls heist__sleep_cancel if it finds some, else heist__sleep_wait;
+ * after cancel it is a searcher again. A worker that gave the guest its place in
+ * prepare (sleep.h, lend) takes it back in cancel: it saw work, which may be nobody
+ * else's to run. So does one whose place the guest took from the idle stack meanwhile
+ * (heist__sleep_lend), as a recall would (heist__sleep_notify_job's (b)): the work it
+ * saw may have been announced to nobody (a notifier that saw it searching woke no
+ * one), and the guest does not take from the queues. Either way the guest is owed its
+ * place again, and the pool runs one thread more until a worker sleeps. */
 void heist__sleep_prepare(struct sleep *s, unsigned i);
-bool heist__sleep_cancel(struct sleep *s, unsigned i);
+void heist__sleep_cancel(struct sleep *s, unsigned i);
 /* Sleeps until woken; returns a searcher, and when its waker saw the work it was woken
  * for (heist__now_ns): not when it woke, which would count the wake's own latency. */
 uint64_t heist__sleep_wait(struct sleep *s, unsigned i);

@@ -712,9 +712,9 @@ drop_taken(struct worker *w, bool own_deque)
 
 /* Whether a parked thread should ask for a spare: only when there is work it leaves
  * undone (queued in the injector or public in some deque) and no worker is idle to
- * take it (searching or asleep: the sleep protocol wakes those). Asked by a worker's
- * or a spare's waits, and by the guest slot's timed ones (park() keeps the guest out
- * of the vote). own_deque: also clear our own deque of claimed jobs (a
+ * take it (searching or asleep: the sleep protocol wakes those). Asked by every wait
+ * of a worker, a spare or the guest slot (park() keeps the guest out of the vote: its
+ * untimed wait gives back its place instead). own_deque: also clear our own deque of claimed jobs (a
  * parked untimed wait, once a nap; not a timed one, which a poll loop calls again and
  * again, taking its own job out of thieves' reach each time). A parked untimed wait
  * does not ask while another thread is at the injector, so that it could not drop

@@ -326,9 +326,9 @@ work_visible(struct heist_pool *pool)
 }
 
 /* The timer keeper's sleep (timer.h): until woken, or until the earliest timer is due,
- * then fire it and search (a searcher again), handing the role back either way. A
- * keeper lent to the guest (heist__sleep_cancel refuses) fires and sleeps on. Returns
- * as heist__sleep_wait does. */
+ * then fire it and search (a searcher again, even if the guest had its place: sleep.h,
+ * heist__sleep_cancel), handing the role back either way. Returns as heist__sleep_wait
+ * does. */
 static uint64_t
 keep_timers(struct worker *w)
 {
@@ -347,11 +347,9 @@ keep_timers(struct worker *w)
 			break;
 		if (!heist__timers_due(t))
 			continue;	/* fired by a busy worker meanwhile */
-		if (heist__sleep_cancel(&pool->sleep, w->index)) {
-			woken = heist__now_ns();
-			break;
-		}
-		heist__timers_fire(pool);	/* lent: the others run them */
+		heist__sleep_cancel(&pool->sleep, w->index);
+		woken = heist__now_ns();
+		break;
 	}
 	heist__timers_unclaim(t);
 	if (heist__timers_due(t))
@@ -531,7 +529,8 @@ search(struct worker *w)
 			return NULL;
 		}
 		heist__sleep_prepare(&pool->sleep, w->index);
-		if (work_visible(pool) && heist__sleep_cancel(&pool->sleep, w->index)) {
+		if (work_visible(pool)) {
+			heist__sleep_cancel(&pool->sleep, w->index);
 			if (loop_done(w)) {
 				stop_searching(pool);
 				return NULL;

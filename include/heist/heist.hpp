@@ -621,15 +621,17 @@ settle_dropped_token(void *arg, int code) noexcept
 inline void
 settle_when_done(heist_future *f, result_base *s, token_block *tok) noexcept
 {
+	/* Without the memory for the callback (ENOMEM) nothing is done: waiting here,
+	 * in a destructor, could wait for what only the caller's next step ends (the
+	 * promise it sets next, say), and a job that runs settles itself anyway. */
 	if (s) {
 		if (s->coded)
 			return;	/* no job reference: nothing to settle */
 		s->acquire();
 		if (heist_future_on_done(f, &settle_dropped_block, s) != 0)
-			settle_dropped_block(s, heist_future_wait(f));	/* ENOMEM: wait */
+			s->release();	/* the callback's */
 	} else if (tok) {
-		if (heist_future_on_done(f, &settle_dropped_token, tok) != 0)
-			settle_dropped_token(tok, heist_future_wait(f));
+		heist_future_on_done(f, &settle_dropped_token, tok);
 	}
 }
 
@@ -922,6 +924,9 @@ public:
 	}
 	future(const future &) = delete;
 	future &operator=(const future &) = delete;
+	/** Releases the task; it still runs. A continuation or dependent task dropped so
+	 * that later ends without running ends its callable on the thread that ends it
+	 * (docs/cxx.md): what it captured must not block in its destructor. */
 	~future() { reset(); }
 
 	/** Whether the future refers to a task (false once get() or then() took it). */
