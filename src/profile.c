@@ -403,7 +403,13 @@ heist_profile_clock(struct heist_profile_clock *out)
 HEIST_EXPORT uint64_t
 heist_profile_now(void)
 {
-	return HEIST_PROFILER ? heist__tsc() : 0;
+	if (!HEIST_PROFILER)
+		return 0;
+	/* Samples are in the calibrated counter's units (the TSC, or clock_gettime's
+	 * nanoseconds where it is not invariant): a mark taken before any profiling pool
+	 * was made calibrates first, and reads the fallback flag after the once. */
+	heist__clock_calibrate();
+	return heist__tsc();
 }
 
 HEIST_EXPORT int

@@ -527,9 +527,14 @@ write_file(const char *var, const char *tmpl, const struct report *r, heist_pool
 				err = EIO;
 			if (fclose(f) && !err)
 				err = errno;
-			/* Windows' rename will not replace a file: remove it, and try again. */
-			if (!err && rename(tmp, path) && (remove(path), rename(tmp, path)))
+			/* Windows' rename will not replace a file (EEXIST, or EACCES from
+			 * msvcrt): remove it, and try again. Any other failure leaves the
+			 * old file where it is. */
+			if (!err && rename(tmp, path)) {
 				err = errno;
+				if ((err == EEXIST || err == EACCES) && !remove(path))
+					err = rename(tmp, path) ? errno : 0;
+			}
 			if (err)
 				remove(tmp);
 		}

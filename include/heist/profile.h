@@ -139,7 +139,9 @@ HEIST_EXPORT int heist_profile_clock(struct heist_profile_clock *out);
  * The profiler's counter now, in the units of heist_profile_sample's timestamps (see
  * heist_profile_clock for its rate), for marking phases of a run: a sample created
  * at or after a mark belongs to what came after it. Any thread; cheap (one counter
- * read). 0 if the profiler was compiled out.
+ * read), but the process's first call may calibrate the counter first (about 20 ms,
+ * once, as a profiling pool's creation does), so that marks and samples are in one
+ * unit. 0 if the profiler was compiled out.
  * @since 0.1
  */
 HEIST_EXPORT uint64_t heist_profile_now(void);
