@@ -122,9 +122,11 @@ open_setup(struct run *r)
 	if (res->tasks < 1)
 		res->tasks = 1;
 	uint64_t slots = res->tasks * o->repeat;
-	if (slots > OPEN_MAX_TASKS) {
-		fprintf(stderr, PROG ": --rate x --duration x --repeat is %llu tasks; the open "
-			"loop keeps at most %llu\n", (unsigned long long)slots,
+	if (res->tasks > OPEN_MAX_TASKS || (o->repeat && slots / o->repeat != res->tasks) ||
+	    slots > OPEN_MAX_TASKS) {	/* the product may wrap */
+		fprintf(stderr, PROG ": --rate x --duration is %llu tasks a repeat, %llu "
+			"repeats; the open loop keeps at most %llu in all\n",
+			(unsigned long long)res->tasks, (unsigned long long)o->repeat,
 			(unsigned long long)OPEN_MAX_TASKS);
 		exit(EXIT_USAGE);
 	}

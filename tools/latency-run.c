@@ -392,7 +392,9 @@ setup(struct run *r)
 			die_err("sem_init", errno);
 		/* fallthrough */
 	case FOR_EACH:
-		r->array = malloc(o->tasks * sizeof(double));
+		if (o->tasks > SIZE_MAX / sizeof(double))	/* a 32-bit size_t */
+			die_err("malloc", ENOMEM);
+		r->array = malloc((size_t)o->tasks * sizeof(double));
 		if (!r->array)
 			die_err("malloc", ENOMEM);
 		for (uint64_t i = 0; i < o->tasks; i++)	/* W4: a[i] = i */
