@@ -46,6 +46,7 @@ struct topology {
 	enum heist_pin pin;
 	unsigned n;
 	hwloc_obj_t *place;		/* per worker: its core or PU; NULL unpinned */
+	hwloc_bitmap_t usable;		/* with place: the CPUs the process may use */
 	struct victims *victims;	/* per worker; NULL: everyone uses flat */
 	unsigned *order;		/* the slots by place, for victims[i].order */
 	struct slot_range *ranges;		/* every worker's rank ranges, one block */
@@ -220,8 +221,25 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	if (heist__topology_synthetic &&
 	    hwloc_topology_set_synthetic(t->topo, heist__topology_synthetic))
 		err = EINVAL;
-	if (!err && hwloc_topology_load(t->topo))
-		err = errno ? errno : EINVAL;
+	errno = 0;	/* hwloc sets it on failure, mostly; a stale value is no answer */
+	if (!err && hwloc_topology_load(t->topo)) {
+		if (heist__topology_synthetic) {
+			err = errno ? errno : EINVAL;
+		} else {
+			/* No topology to be had (a sandbox that hides /sys, say): as
+			 * without hwloc, the affinity mask's CPUs, unpinned, one rank. */
+			hwloc_topology_destroy(t->topo);
+			t->topo = NULL;
+			if (!*threads)
+				*threads = affinity_count();
+			if (*threads > HEIST_MAX_THREADS)
+				*threads = HEIST_MAX_THREADS;
+			t->n = *threads;
+			make_flat(&t->flat, &t->all, t->n);
+			*out = t;
+			return 0;
+		}
+	}
 	hwloc_bitmap_t usable = err ? NULL : usable_cpus(t->topo);
 	if (!err && !usable)
 		err = ENOMEM;
@@ -235,7 +253,10 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	make_flat(&t->flat, &t->all, t->n);
 	if (!err && pin != HEIST_PIN_NONE)
 		err = place_workers(t, usable);
-	hwloc_bitmap_free(usable);
+	if (t->place)
+		t->usable = usable;	/* kept: a core's binding is its usable CPUs only */
+	else
+		hwloc_bitmap_free(usable);
 	if (err) {
 		heist__topology_free(t);
 		return err;
@@ -253,6 +274,7 @@ heist__topology_free(struct topology *t)
 	free(t->order);
 	free(t->ranges);
 	free(t->place);
+	hwloc_bitmap_free(t->usable);
 	if (t->topo)
 		hwloc_topology_destroy(t->topo);
 	free(t);
@@ -264,20 +286,41 @@ heist__topology_victims(const struct topology *t, unsigned i)
 	return t->victims && i < t->n ? &t->victims[i] : &t->flat;
 }
 
+/* Worker i's CPUs: its core's or PU's that the process may use (a core's sibling that
+ * taskset left out is not one), or NULL without memory. Freed by the caller. */
+static hwloc_bitmap_t
+place_cpus(const struct topology *t, unsigned i)
+{
+	hwloc_bitmap_t set = hwloc_bitmap_dup(t->place[i]->cpuset);
+	if (set && t->usable)
+		hwloc_bitmap_and(set, set, t->usable);
+	return set;
+}
+
 int
 heist__topology_bind(struct topology *t, unsigned i)
 {
 	if (!t || !t->place)
 		return 0;
-	if (hwloc_set_cpubind(t->topo, t->place[i]->cpuset, HWLOC_CPUBIND_THREAD))
-		return errno ? errno : EINVAL;
-	return 0;
+	hwloc_bitmap_t set = place_cpus(t, i);
+	if (!set)
+		return ENOMEM;
+	errno = 0;
+	int err = hwloc_set_cpubind(t->topo, set, HWLOC_CPUBIND_THREAD) ? (errno ? errno : EINVAL)
+									: 0;
+	hwloc_bitmap_free(set);
+	return err;
 }
 
 static void
 format_cpus(const struct topology *t, unsigned i, char *buf, size_t len)
 {
-	hwloc_bitmap_list_snprintf(buf, len, t->place[i]->cpuset);
+	hwloc_bitmap_t set = place_cpus(t, i);
+	if (set)
+		hwloc_bitmap_list_snprintf(buf, len, set);
+	else if (len)
+		buf[0] = '\0';
+	hwloc_bitmap_free(set);
 }
 
 bool
