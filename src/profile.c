@@ -11,6 +11,7 @@
  * A worker records a task as a raw sample while its buffer has room, and only the
  * samples that overflow go into its histograms and sums: reports fold the kept
  * samples in, so the hot path stays one 32-byte store and a count. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,7 +177,11 @@ struct merged {
 	uint64_t dropped, kept;		/* samples of the path */
 	uint64_t path_count[HEIST_PATHS];
 	uint64_t count[KINDS], sum[KINDS], min[KINDS], max[KINDS];
+	uint64_t folded[KINDS];		/* of count[]: the overflowed ones (histograms) */
 	uint64_t *hist[KINDS];
+	/* Each worker's samples [0, len[w - first]) as merged: workers may record more
+	 * while a report is taken, and the sort must read the very samples counted. */
+	size_t *len;
 };
 
 /* The latency of one kind of sample s, and whether s has one (only a stolen task has
@@ -197,6 +202,7 @@ merged_free(struct merged *m)
 {
 	for (int k = 0; k < KINDS; k++)
 		free(m->hist[k]);
+	free(m->len);
 }
 
 static void
@@ -211,6 +217,7 @@ fold_acc(struct merged *m, const struct profile *p)
 			n += c;
 		}
 		m->count[k] += n;
+		m->folded[k] += n;
 		m->sum[k] += counter_read(&a->sum);
 		if (n && counter_read(&a->min) < m->min[k])
 			m->min[k] = counter_read(&a->min);
@@ -223,16 +230,19 @@ static int
 merge(heist_pool *pool, unsigned first, unsigned last, int path, struct merged *m)
 {
 	memset(m, 0, sizeof(*m));
+	bool fail = !(m->len = heist__calloc(last - first + 1, sizeof(size_t)));
 	for (int k = 0; k < KINDS; k++) {
 		m->min[k] = UINT64_MAX;
-		if (!(m->hist[k] = heist__calloc(BUCKETS, sizeof(uint64_t)))) {
-			merged_free(m);
-			return ENOMEM;
-		}
+		fail |= !(m->hist[k] = heist__calloc(BUCKETS, sizeof(uint64_t)));
+	}
+	if (fail) {
+		merged_free(m);
+		return ENOMEM;
 	}
 	for (unsigned w = first; w < last; w++) {
 		struct profile *p = pool->workers[w].prof;
 		size_t len = atomic_load_explicit(&p->len, memory_order_acquire);
+		m->len[w - first] = len;
 		for (int k = 0; k < HEIST_PATHS; k++)
 			m->path_count[k] += counter_read(&p->dropped_path[k]);
 		m->dropped += path == ALL_PATHS ? counter_read(&p->dropped)
@@ -271,28 +281,33 @@ cmp_u64(const void *a, const void *b)
 
 /* Every kept sample's latency of one kind (of the path), sorted; NULL if the merged
  * counts include overflowed samples (then the histogram answers) or there is no
- * memory. A path's report always sorts: its histograms hold only kept samples. */
+ * memory. A path's report always sorts: its histograms hold only kept samples. The
+ * samples are those merge counted (m->len), so there are m->count[kind] of them when
+ * nothing was folded in, even while workers go on recording (an overflow counted
+ * after merge read `dropped` shows in `folded`). */
 static uint64_t *
 sorted_latencies(heist_pool *pool, unsigned first, unsigned last, int path, int kind,
 		 const struct merged *m)
 {
-	if ((path == ALL_PATHS && m->dropped) || !m->count[kind])
+	if ((path == ALL_PATHS && (m->dropped || m->folded[kind])) || !m->count[kind])
 		return NULL;
 	uint64_t *v = heist__malloc(m->count[kind] * sizeof(*v));
 	if (!v)
 		return NULL;
 	size_t n = 0;
 	for (unsigned w = first; w < last; w++) {
-		struct profile *p = pool->workers[w].prof;
-		size_t len = atomic_load_explicit(&p->len, memory_order_acquire);
-		for (size_t i = 0; i < len && n < m->count[kind]; i++) {
+		const struct profile *p = pool->workers[w].prof;
+		size_t len = m->len[w - first];	/* complete: merge's acquire load */
+		for (size_t i = 0; i < len; i++) {
 			const struct heist_profile_sample *s = &p->samples[i];
 			if (path != ALL_PATHS && s->path != (unsigned)path)
 				continue;
-			if (latency_of(s, kind, &v[n]))
-				n++;
+			uint64_t x;
+			if (latency_of(s, kind, &x) && n < m->count[kind])
+				v[n++] = x;
 		}
 	}
+	assert(n == m->count[kind]);	/* the same samples merge counted */
 	qsort(v, n, sizeof(*v), cmp_u64);
 	return v;
 }

@@ -745,6 +745,68 @@ overflow_big_tree(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A report taken while a worker records, across the moment its buffer fills: never
+ * `exact` with samples that overflowed into the histograms (the sort would have read
+ * past the kept samples it had: merge counted the histograms after it had read a
+ * dropped count of 0). Each round's buffer fills during a stream of reports. */
+struct tree_job {
+	heist_pool *pool;
+	unsigned depth;
+};
+
+static int
+tree_job_run(void *arg)
+{
+	struct tree_job *t = arg;
+	struct w8_result r;
+	int err = w8_run(t->pool, t->depth, 0, &r);
+	return err ? err : r.tasks == w8_tasks(t->depth) ? 0 : EIO;
+}
+
+static void
+check_report_while_recording(const struct heist_latency_report *rep)
+{
+	if (rep->exact && (rep->samples_dropped || rep->dispatch.count != rep->samples_kept ||
+			   rep->end_to_end.count != rep->samples_kept))
+		fail_msg("exact, with %llu kept, %llu dropped, %llu dispatch samples",
+			 (unsigned long long)rep->samples_kept,
+			 (unsigned long long)rep->samples_dropped,
+			 (unsigned long long)rep->dispatch.count);
+	if (rep->dispatch.count)
+		check_ordered(&rep->dispatch, "dispatch");
+	if (rep->end_to_end.count)
+		check_ordered(&rep->end_to_end, "end-to-end");
+}
+
+static void
+a_report_while_the_buffer_fills_is_never_falsely_exact(void **state)
+{
+	(void)state;
+	SKIP_WITHOUT_PROFILER();
+	enum { ROUNDS = 20, SAMPLES = 4096, DEPTH = 14 };	/* 32,767 tasks a round */
+	for (int round = 0; round < ROUNDS; round++) {
+		struct heist_config cfg = {.threads = 2, .profile = true,
+					   .profile_buffer = SAMPLES};
+		heist_pool *pool = make_pool_cfg(&cfg);
+		struct tree_job t = {pool, DEPTH};
+		heist_future *f;
+		assert_int_equal(heist_submit(pool, tree_job_run, &t, &f), 0);
+		struct heist_latency_report rep;
+		uint64_t q[2];
+		const double at[2] = {0.5, 1.0};
+		while (!heist_future_done(f)) {
+			assert_int_equal(heist_profile_report(pool, &rep), 0);
+			check_report_while_recording(&rep);
+			assert_int_equal(heist_profile_percentiles(pool, HEIST_LATENCY_DISPATCH,
+								   at, q, 2), 0);
+			assert_true(q[0] <= q[1]);
+		}
+		assert_int_equal(heist_future_wait(f), 0);
+		heist_future_release(f);
+		heist_pool_destroy(pool);
+	}
+}
+
 /* ---- reset ---- */
 
 static void
@@ -878,6 +940,7 @@ main(void)
 		cmocka_unit_test(percentiles_agree_with_report),
 		cmocka_unit_test(overflow_boundary_keeps_counts_exact),
 		cmocka_unit_test(overflow_big_tree),
+		cmocka_unit_test(a_report_while_the_buffer_fills_is_never_falsely_exact),
 		cmocka_unit_test(reset_clears_counts),
 		cmocka_unit_test(not_profiling_is_einval),
 		cmocka_unit_test(null_arguments_are_einval),
