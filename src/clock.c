@@ -7,7 +7,7 @@
 
 #include "platform/platform.h"
 
-enum { CALIBRATE_NS = 20000000 };
+enum { CALIBRATE_NS = 20000000, CALIBRATE_READS = 1 << 26 };
 
 bool heist__tsc_fallback;
 bool heist__tsc_rdtscp;
@@ -21,16 +21,18 @@ heist__now_ns(void)
 	return heist__clock_ns();
 }
 
-/* Counter ticks per ns, measured against the raw monotonic clock over CALIBRATE_NS. */
+/* Counter ticks per ns, measured against the raw monotonic clock over CALIBRATE_NS;
+ * 0 if that clock does not advance (calibrate_once then falls back). */
 static double
 measure(void)
 {
 	uint64_t t0 = heist__clock_raw_ns(), c0 = heist__tsc();
-	uint64_t t1;
-	do
+	uint64_t t1 = t0;
+	for (unsigned i = 0; i < CALIBRATE_READS && t1 - t0 < CALIBRATE_NS; i++)
 		t1 = heist__clock_raw_ns();
-	while (t1 - t0 < CALIBRATE_NS);
 	uint64_t c1 = heist__tsc();
+	if (t1 - t0 < CALIBRATE_NS || c1 <= c0)
+		return 0;
 	return (double)(c1 - c0) / (double)(t1 - t0);
 }
 
@@ -88,6 +90,11 @@ static void
 calibrate_once(void)
 {
 	calibrate_hw();
+	/* A counter that does not advance (some emulators) or whose rate could not be
+	 * measured would turn every sample into infinities: the clock answers instead.
+	 * Below a tick per microsecond no counter is worth reading. */
+	if (!heist__tsc_fallback && !(the_clock.cycles_per_ns >= 0.001))
+		heist__tsc_fallback = true;
 	if (heist__tsc_fallback) {
 		the_clock.name = "clock_gettime";
 		the_clock.cycles_per_ns = 1.0;
