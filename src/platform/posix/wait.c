@@ -14,10 +14,10 @@
  * waiter that finds itself already unqueued waits for the post that is coming, so no
  * waker touches a parker after its owner has returned except inside sem_post, which
  * POSIX and the C libraries allow (a wait that returned owes nothing to the post).
- * Timed waits use CLOCK_REALTIME deadlines for semaphores (sem_timedwait), and
- * CLOCK_MONOTONIC for condition variables where the system lets them
- * (_POSIX_CLOCK_SELECTION); a clock step only makes a wait return early or late, and
- * every caller re-checks its own deadline. In a forked child the table is made anew:
+ * Timed waits use CLOCK_MONOTONIC deadlines where the system lets them (semaphores:
+ * POSIX.1-2024's sem_clockwait, which the build looks for; condition variables:
+ * _POSIX_CLOCK_SELECTION), else CLOCK_REALTIME (sem_timedwait); a clock step then only
+ * makes a wait return early or late, and every caller re-checks its own deadline. In a forked child the table is made anew:
  * a parent's thread may have held a bucket's lock at the fork, and its waiters are
  * gone. Design after WebKit's ParkingLot and the Linux futex hash table. */
 #ifndef _POSIX_C_SOURCE
@@ -48,7 +48,26 @@ struct parker {
 	sem_t sem;
 };
 
+#if HEIST_HAVE_SEM_CLOCKWAIT
+/* POSIX.1-2024's; glibc declares it only for _GNU_SOURCE, which this strict POSIX.1-2008
+ * file does not ask for. */
+int sem_clockwait(sem_t *restrict sem, clockid_t clock, const struct timespec *restrict at);
+static const clockid_t park_clock = CLOCK_MONOTONIC;
+
+static int
+sem_wait_until(sem_t *sem, const struct timespec *deadline)
+{
+	return sem_clockwait(sem, park_clock, deadline);
+}
+#else
 static const clockid_t park_clock = CLOCK_REALTIME;	/* sem_timedwait's */
+
+static int
+sem_wait_until(sem_t *sem, const struct timespec *deadline)
+{
+	return sem_timedwait(sem, deadline);
+}
+#endif
 
 /* false: the parker cannot sleep (sem_init fails only for shared or oversized
  * semaphores, neither asked for here); the wait then returns as a spurious one. */
@@ -69,7 +88,7 @@ static bool
 park_wait(struct parker *p, const struct timespec *deadline)
 {
 	for (;;) {
-		int r = deadline ? sem_timedwait(&p->sem, deadline) : sem_wait(&p->sem);
+		int r = deadline ? sem_wait_until(&p->sem, deadline) : sem_wait(&p->sem);
 		if (r == 0)
 			return true;
 		if (errno != EINTR)
