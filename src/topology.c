@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* topology.c - placement and victim order. With hwloc: the default worker count is
  * the number of cores in hwloc's allowed set that the process's affinity mask
- * touches; HEIST_PIN_CORE gives each worker a core, HEIST_PIN_PU one processing
+ * touches, or the process's CPU quota where that is fewer (default_threads); HEIST_PIN_CORE gives each worker a core, HEIST_PIN_PU one processing
  * unit, spread evenly over the list in hwloc's logical order (so fewer workers than
  * cores land on different packages); and a worker's victims are grouped by the depth
  * of their common ancestor with it (SMT sibling, shared L2, L3, package or NUMA group,
@@ -26,6 +26,19 @@ static unsigned
 affinity_count(void)
 {
 	return heist__cpu_count();
+}
+
+/* The default worker count from n CPUs (cores or PUs): no more than the CPU time the
+ * process may use where the system caps it (a container's quota, platform.h), since
+ * workers beyond it only take turns; at least 1. A synthetic topology (tests) is the
+ * machine it describes: no quota. */
+static unsigned
+default_threads(unsigned n)
+{
+	unsigned quota = heist__topology_synthetic ? 0 : heist__cpu_quota();
+	if (quota && quota < n)
+		n = quota;
+	return n ? n : 1;
 }
 
 /* The flat list: every slot (the workers and the guest slot after them), one rank,
@@ -231,7 +244,7 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 			hwloc_topology_destroy(t->topo);
 			t->topo = NULL;
 			if (!*threads)
-				*threads = affinity_count();
+				*threads = default_threads(affinity_count());
 			if (*threads > HEIST_MAX_THREADS)
 				*threads = HEIST_MAX_THREADS;
 			t->n = *threads;
@@ -245,7 +258,7 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 		err = ENOMEM;
 	if (!err && !*threads) {
 		unsigned cores = usable_objs(t->topo, HWLOC_OBJ_CORE, usable, NULL);
-		*threads = cores ? cores : affinity_count();
+		*threads = default_threads(cores ? cores : affinity_count());
 		if (*threads > HEIST_MAX_THREADS)
 			*threads = HEIST_MAX_THREADS;
 	}
@@ -348,7 +361,7 @@ heist__topology_new(struct topology **out, unsigned *threads, enum heist_pin pin
 	if (!t)
 		return ENOMEM;
 	if (!*threads)
-		*threads = affinity_count();
+		*threads = default_threads(affinity_count());
 	if (*threads > HEIST_MAX_THREADS)
 		*threads = HEIST_MAX_THREADS;
 	t->n = *threads;

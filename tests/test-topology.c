@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test-topology.c - placement and victim ranks on synthetic hwloc topologies, up to
  * machines of 64 and 256 PUs (binding on a synthetic topology succeeds without effect,
- * so the whole path runs on any machine), pinning on the real machine, and the affinity mask bounding the default
- * worker count. Helpers: common.h. */
+ * so the whole path runs on any machine), pinning on the real machine, and the affinity
+ * mask and a cgroup's CPU quota bounding the default worker count. Helpers: common.h. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -378,6 +378,97 @@ affinity_mask_bounds_the_default_worker_count(void **state)
 	assert_int_equal((intptr_t)ret, 1);
 }
 
+#if defined(HEIST_PLATFORM_LINUX)
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* linux/system.c: heist__cpu_quota, reading every file under prefix. */
+unsigned heist__cpu_quota_under(const char *prefix);
+
+/* Write text to prefix/rel, making its directories. */
+static void
+put_file(const char *prefix, const char *rel, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", prefix, rel);
+	for (char *p = path + strlen(prefix) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		assert_true(mkdir(path, 0700) == 0 || errno == EEXIST);
+		*p = '/';
+	}
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void
+remove_tree(const char *prefix)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", prefix);
+	assert_int_equal(system(cmd), 0);
+}
+#endif
+
+/* The cgroup quota, from fake /proc and /sys trees: v2 (the smallest quota from the
+ * process's cgroup up to the mount, rounded up), v1 (cpu,cpuacct mounted at a
+ * container's own cgroup), none ("max", -1, no files), and the real machine's, which
+ * only bounds. */
+static void
+cgroup_quotas_bound_the_default_worker_count(void **state)
+{
+	(void)state;
+#if !defined(HEIST_PLATFORM_LINUX)
+	skip_because("cgroups are Linux's");
+#else
+	char v2[] = "/tmp/heist-quota-XXXXXX";
+	assert_non_null(mkdtemp(v2));
+	put_file(v2, "proc/self/cgroup", "0::/user.slice/app.scope\n");
+	put_file(v2, "proc/self/mountinfo",
+		 "22 1 8:1 / / rw,relatime - ext4 /dev/vda1 rw\n"
+		 "30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n");
+	assert_int_equal(heist__cpu_quota_under(v2), 0);	/* no cpu.max anywhere */
+	put_file(v2, "sys/fs/cgroup/user.slice/app.scope/cpu.max", "max 100000\n");
+	put_file(v2, "sys/fs/cgroup/user.slice/cpu.max", "250000 100000\n");
+	assert_int_equal(heist__cpu_quota_under(v2), 3);	/* 2.5 CPUs, from the parent */
+	put_file(v2, "sys/fs/cgroup/user.slice/app.scope/cpu.max", "50000 100000\n");
+	assert_int_equal(heist__cpu_quota_under(v2), 1);	/* the smaller, the own */
+	put_file(v2, "sys/fs/cgroup/user.slice/app.scope/cpu.max", "400000 100000\n");
+	assert_int_equal(heist__cpu_quota_under(v2), 3);	/* the parent's still */
+	remove_tree(v2);
+
+	char v1[] = "/tmp/heist-quota-XXXXXX";
+	assert_non_null(mkdtemp(v1));
+	put_file(v1, "proc/self/cgroup",
+		 "5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n");
+	put_file(v1, "proc/self/mountinfo",
+		 "40 30 0:30 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup "
+		 "rw,cpu,cpuacct\n"
+		 "41 30 0:31 /docker/abc /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n");
+	put_file(v1, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+	put_file(v1, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+	put_file(v1, "sys/fs/cgroup/memory/cpu.cfs_quota_us", "100000\n");	/* not cpu */
+	put_file(v1, "sys/fs/cgroup/memory/cpu.cfs_period_us", "100000\n");
+	assert_int_equal(heist__cpu_quota_under(v1), 0);
+	put_file(v1, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "150000\n");
+	assert_int_equal(heist__cpu_quota_under(v1), 2);
+	remove_tree(v1);
+
+	assert_int_equal(heist__cpu_quota_under("/nonexistent"), 0);
+
+	/* The real machine: a default pool has no more workers than the quota allows. */
+	unsigned quota = heist__cpu_quota_under("");
+	heist_pool *pool;
+	assert_int_equal(heist_pool_create(&pool, NULL), 0);
+	assert_true(heist_pool_size(pool) >= 1);
+	if (quota)
+		assert_true(heist_pool_size(pool) <= quota);
+	heist_pool_destroy(pool);
+#endif
+}
+
 static void
 bad_synthetic_topology_is_einval(void **state)
 {
@@ -404,6 +495,7 @@ main(void)
 		cmocka_unit_test(unpinned_pools_have_one_flat_rank),
 		cmocka_unit_test(pinning_to_pus_gives_one_cpu_each),
 		cmocka_unit_test(affinity_mask_bounds_the_default_worker_count),
+		cmocka_unit_test(cgroup_quotas_bound_the_default_worker_count),
 		cmocka_unit_test(bad_synthetic_topology_is_einval),
 	};
 	return RUN_TESTS(tests);

@@ -191,7 +191,11 @@ enum heist_pin {
 struct heist_config {
 	unsigned threads;	/**< workers; 0: one per core the process may run on (with
 				     hwloc; without it, one per CPU of its affinity
-				     mask: see docs/topology.md); at most HEIST_MAX_THREADS.
+				     mask: see docs/topology.md), but no more than its
+				     CPU quota rounded up where the system sets one (a
+				     Linux cgroup's cpu.max or cfs quota, as `docker
+				     --cpus` does; a Windows job's hard CPU rate cap);
+				     at most HEIST_MAX_THREADS.
 				     Also the most threads of the pool that run tasks at
 				     once: an outside caller of heist_for_each (or
 				     heist_reduce) that takes part does so in the place

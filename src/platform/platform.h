@@ -172,6 +172,12 @@ int heist__fork_handlers(void (*prepare)(void), void (*parent)(void), void (*chi
 /* The CPUs this process may run on: how many. At least 1. */
 unsigned heist__cpu_count(void);
 
+/* The CPU time the process may use, as a number of CPUs rounded up, where the system
+ * caps it below the CPUs it may run on (Linux: the cgroup quota of the process's
+ * cgroup and its ancestors, what `docker --cpus` sets; Windows: a job object's hard
+ * CPU rate cap); 0 where nothing caps it. Reads files: for pool creation, not hot. */
+unsigned heist__cpu_quota(void);
+
 /* Up to max of the system's numbers for those CPUs, ascending, into cpus; how many
  * were written. 0 where the system cannot name them (no pinning without hwloc). */
 unsigned heist__cpu_list(int *cpus, unsigned max);

@@ -33,6 +33,12 @@ heist__cpu_count(void)
 }
 
 unsigned
+heist__cpu_quota(void)
+{
+	return 0;	/* POSIX has no CPU quota to read */
+}
+
+unsigned
 heist__cpu_list(int *cpus, unsigned max)
 {
 	(void)cpus;

@@ -31,6 +31,25 @@ heist__cpu_count(void)
 	return si.dwNumberOfProcessors ? (unsigned)si.dwNumberOfProcessors : 1;
 }
 
+/* A job object's hard cap, in cycles per 10,000 of the whole machine's. */
+unsigned
+heist__cpu_quota(void)
+{
+	JOBOBJECT_CPU_RATE_CONTROL_INFORMATION info;
+	DWORD last = GetLastError();	/* the caller's, kept */
+	BOOL ok = QueryInformationJobObject(NULL, JobObjectCpuRateControlInformation, &info,
+					    sizeof(info), NULL);
+	SetLastError(last);
+	DWORD capped = JOB_OBJECT_CPU_RATE_CONTROL_ENABLE | JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP;
+	if (!ok || (info.ControlFlags & capped) != capped || !info.CpuRate)
+		return 0;
+	SYSTEM_INFO si;
+	GetSystemInfo(&si);
+	unsigned long long n = ((unsigned long long)info.CpuRate * si.dwNumberOfProcessors +
+				9999) / 10000;
+	return n ? (unsigned)n : 1;
+}
+
 unsigned
 heist__cpu_list(int *cpus, unsigned max)
 {
