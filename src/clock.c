@@ -21,6 +21,7 @@ heist__now_ns(void)
 	return heist__clock_ns();
 }
 
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
 /* Counter ticks per ns, measured against the raw monotonic clock over CALIBRATE_NS;
  * 0 if that clock does not advance (calibrate_once then falls back). */
 static double
@@ -35,6 +36,7 @@ measure(void)
 		return 0;
 	return (double)(c1 - c0) / (double)(t1 - t0);
 }
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

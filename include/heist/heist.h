@@ -230,7 +230,9 @@ struct heist_config {
 				     profile_every) */
 	const char *name;	/**< thread-name prefix; NULL: "heist" */
 	size_t stack_size;	/**< worker stack bytes; 0: 64 MiB, deep enough for recursion
-				     thousands of levels deep (mapped lazily) */
+				     thousands of levels deep (mapped lazily); 8 MiB
+				     where pointers have 32 bits, whose address space
+				     holds only 48 threads of 64 MiB */
 	unsigned max_spares;	/**< spare threads the pool may run at once, standing in
 				     for threads parked in waits while work waits that no
 				     thread of the pool can run (see heist_future_wait); 0:
@@ -1231,7 +1233,7 @@ typedef struct heist_task {
 	int heist__result;
 	void *heist__thief;
 	uint64_t heist__tsc;
-	void *heist__link;
+	int64_t heist__link;
 } heist_task;
 
 /**

@@ -46,6 +46,17 @@
 #define HEIST__TASK_PENDING 0x7a5c0de0u
 #define HEIST__TASK_SYNCED 0x7a5c0de3u
 
+/* The owner's line's fields, alone: where they end (int64_t's alignment, and so the
+ * padding before origin, differs between 32-bit ABIs). */
+struct heist__worker_line0 {
+	void **head;
+	int64_t origin;
+	uintptr_t zero;
+	void **room;
+	void **floor;
+};
+#define HEIST__LINE0_END (offsetof(struct heist__worker_line0, floor) + sizeof(void **))
+
 /* The first bytes of the library's struct worker (its deque first). */
 struct heist__worker_view {
 	/* The owner's line: where the next push goes (_Atomic in the library), and the
@@ -57,7 +68,7 @@ struct heist__worker_view {
 	uintptr_t heist__zero;
 	void **room;
 	void **floor;
-	unsigned char heist__pad0[HEIST__LINE - 5 * sizeof(void **)];
+	unsigned char heist__pad0[HEIST__LINE - HEIST__LINE0_END];
 	/* The bounds' line: a push below limit has room, a pop above split takes a
 	 * task no thief can reach. The library computes both in its slow paths; a
 	 * thief that asks for work, or the profiler, sets them so that every push and
@@ -184,7 +195,10 @@ heist__push(struct heist__worker_view *w, void **h, heist_task *t, heist_fn fn, 
 	t->heist__fn = fn;
 	t->heist__arg = arg;
 	__atomic_store_n(&t->heist__state, HEIST__TASK_PENDING, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->heist__thief, HEIST__REINTERPRET(void *, HEIST__STATIC(uintptr_t, w->epoch)),
+	/* The epoch widened by addition: a cast of unsigned to uintptr_t is useless where
+	 * they are one type (32-bit ABIs), which -Wuseless-cast refuses. */
+	__atomic_store_n(&t->heist__thief,
+			 HEIST__REINTERPRET(void *, HEIST__STATIC(uintptr_t, 0) + w->epoch),
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(h, HEIST__STATIC(void *, t), __ATOMIC_RELAXED);
 	__atomic_store_n(&w->head, h + 1, __ATOMIC_RELAXED);
