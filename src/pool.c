@@ -31,7 +31,8 @@ enum {
 	 * no thread to run it; spare.h). Java's ForkJoinPool allows parallelism + 256. */
 	DEFAULT_SPARES = 256,
 };
-#define DEFAULT_STACK_SIZE ((size_t)64 << 20)
+/* Mapped lazily, so only address space: of which a 32-bit process has 3 or 4 GiB. */
+#define DEFAULT_STACK_SIZE (sizeof(void *) >= 8 ? (size_t)64 << 20 : (size_t)8 << 20)
 
 /* The live pools, so that destroying one twice (or something that is no pool) is
  * caught with a message instead of freeing memory twice. And every pool not yet

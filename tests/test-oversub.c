@@ -211,7 +211,11 @@ a_thousand_workers_start_run_and_go_quiet(void **state)
 	enum { MANY = HEIST_MAX_THREADS / 4 };
 #endif
 	enum { TASKS = 10000 };
-	heist_pool *pool = make_pool(MANY);
+	/* A 32-bit process has room for a thousand stacks of 1 MiB, not of the default
+	 * 8 MiB (these tasks need a few KiB). */
+	struct heist_config cfg = {.threads = MANY,
+				   .stack_size = sizeof(void *) < 8 ? (size_t)1 << 20 : 0};
+	heist_pool *pool = make_pool_cfg(&cfg);
 	heist_future *last = NULL;
 	for (int i = 0; i < TASKS; i++)
 		assert_int_equal(heist_submit(pool, twice, (void *)(intptr_t)i,
