@@ -219,15 +219,19 @@ heist__thread_slot_init(void)
 	return 0;
 }
 
-/* The thread's own block. On x86-64 its address is at %gs:0x30 (NT_TIB's Self), read
- * here rather than with NtCurrentTeb, whose __readgsqword gcc 12 takes for an access
- * out of an array's bounds (-Warray-bounds). */
+/* The thread's own block. On x86-64 its address is at %gs:0x30 (NT_TIB's Self), on
+ * x86 at %fs:0x18, read here rather than with NtCurrentTeb, whose __readgsqword (and
+ * __readfsdword) gcc 12 takes for an access out of an array's bounds (-Warray-bounds). */
 static inline TEB *
 own_teb(void)
 {
 #if defined(__x86_64__)
 	TEB *teb;
 	__asm__("movq %%gs:0x30, %0" : "=r"(teb));
+	return teb;
+#elif defined(__i386__)
+	TEB *teb;
+	__asm__("movl %%fs:0x18, %0" : "=r"(teb));
 	return teb;
 #else
 	return NtCurrentTeb();
