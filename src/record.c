@@ -15,6 +15,7 @@
  * the rest goes at thread exit. Nothing on the alloc and free paths counts for it. */
 #include "record.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -46,9 +47,10 @@ enum {
 #endif
 #ifdef RECORDS_POISONED
 #include <sanitizer/asan_interface.h>
-#define POISON(r) ASAN_POISON_MEMORY_REGION((r)->body, RECORD_BYTES)
+/* All but the free list's link, which a free record keeps in its first bytes. */
+#define POISON(r) ASAN_POISON_MEMORY_REGION((r)->body + LINK_BYTES, RECORD_BYTES - LINK_BYTES)
 #define UNPOISON(r) ASAN_UNPOISON_MEMORY_REGION((r)->body, RECORD_BYTES)
-#define IS_POISONED(r) __asan_address_is_poisoned((r)->body)
+#define IS_POISONED(r) __asan_address_is_poisoned((r)->body + LINK_BYTES)
 #else
 #define POISON(r) ((void)(r))
 #define UNPOISON(r) ((void)(r))
@@ -57,24 +59,44 @@ enum {
 
 struct cache;
 
+/* A record is its body alone, aligned to its size: whole cache lines, none shared with
+ * another record (which another thread may be writing). Free, it keeps the free
+ * list's link in its first bytes; its cache is its slab's. */
 struct record {
-	struct cache *home;
-	struct record *next;
-	_Alignas(16) unsigned char body[RECORD_BYTES];
+	union {
+		struct record *next;	/* while free */
+		_Alignas(RECORD_BYTES) unsigned char body[RECORD_BYTES];
+	};
 };
+enum { LINK_BYTES = sizeof(struct record *) };
 
+/* A slab's first record's place holds its header. */
 struct slab {
-	struct slab *next;
-	long home;		/* heist__record_trim's count of its records at home */
+	union {
+		struct {
+			struct slab *next;
+			struct cache *cache;	/* whose records these are */
+			long home;	/* heist__record_trim's count of its records home */
+		};
+		struct record header;
+	};
 	struct record rec[];	/* SLAB_RECORDS */
 };
 
-#define SLAB_RECORDS ((SLAB_BYTES - sizeof(struct slab)) / sizeof(struct record))
+#define SLAB_RECORDS (SLAB_BYTES / sizeof(struct record) - 1)
+static_assert(sizeof(struct record) == RECORD_BYTES, "a record is its body");
+static_assert(sizeof(struct slab) == RECORD_BYTES, "a slab's header takes one record");
 
 static struct slab *
 slab_of(struct record *r)
 {
 	return (struct slab *)((uintptr_t)r & ~(uintptr_t)(SLAB_BYTES - 1));
+}
+
+static struct cache *
+home_of(struct record *r)
+{
+	return slab_of(r)->cache;
 }
 
 static void
@@ -330,10 +352,10 @@ heist__record_alloc(void)
 		if (!slab)
 			return NULL;
 		slab->next = c->slabs;
+		slab->cache = c;
 		c->slabs = slab;
 		c->total += (long)SLAB_RECORDS;
 		for (size_t i = SLAB_RECORDS; i-- > 0;) {
-			slab->rec[i].home = c;
 			slab->rec[i].next = r;
 			r = &slab->rec[i];
 			POISON(r);
@@ -375,11 +397,11 @@ heist__record_free(void *p)
 {
 	if (!p)
 		return;
-	struct record *r = (struct record *)((unsigned char *)p - offsetof(struct record, body));
+	struct record *r = p;
 	if (IS_POISONED(r))
 		freed_twice(p);
 	POISON(r);
-	struct cache *c = r->home;
+	struct cache *c = home_of(r);
 	if (c == cache_mine()) {
 		r->next = c->local;
 		c->local = r;

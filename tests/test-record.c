@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test-record.c - the record cache alone (src/record.c), white-box: records are 16-byte
- * aligned and RECORD_BYTES long, and none overlaps another; a thread reuses the records
+/* test-record.c - the record cache alone (src/record.c), white-box: records are aligned
+ * to RECORD_BYTES and that long, and none overlaps another; a thread reuses the records
  * it freed without calling malloc again; records freed on another thread go back to
  * their home cache, so that the home thread's next allocations need no malloc (calls
  * counted by faults.c); and a thread that exits with records still out leaks nothing
@@ -37,7 +37,7 @@ records_are_aligned_and_do_not_overlap(void **state)
 	for (size_t i = 0; i < N; i++) {
 		r[i] = heist__record_alloc();
 		assert_non_null(r[i]);
-		assert_int_equal((uintptr_t)r[i] % 16, 0);
+		assert_int_equal((uintptr_t)r[i] % RECORD_BYTES, 0);	/* whole lines, its own */
 		memset(r[i], (int)(i & 0xff), RECORD_BYTES);
 	}
 	/* Every byte still holds what was written to its record. */
@@ -350,8 +350,10 @@ trim_gives_back_what_a_burst_left(void **state)
 	assert_non_null(r);
 	for (size_t i = 0; i < BURST; i++)
 		assert_non_null(r[i] = heist__record_alloc());
+	/* At least half the burst in new slabs: the reserve a trim keeps (a slab of
+	 * 2,047 records) may hold the rest. */
 	size_t full = heap_in_use();
-	assert_true(full >= before + (size_t)BURST * RECORD_BYTES);
+	assert_true(full >= before + (size_t)BURST / 2 * RECORD_BYTES);
 	struct batch b = {r, BURST};
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, free_half_main, &b), 0);
@@ -359,7 +361,7 @@ trim_gives_back_what_a_burst_left(void **state)
 	for (size_t i = 1; i < BURST; i += 2)
 		heist__record_free(r[i]);
 	size_t home = heap_in_use();
-	assert_true(home >= before + (size_t)BURST * RECORD_BYTES);	/* kept until trim */
+	assert_true(home >= before + (size_t)BURST / 2 * RECORD_BYTES);	/* kept until trim */
 	heist__record_trim();
 	size_t after = heap_in_use();
 	if (after > before + SLACK)

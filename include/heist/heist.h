@@ -32,7 +32,7 @@
  * that wants its errors told apart from heist's returns values heist never returns
  * (negative ones, say), or keeps its result in its argument and returns 0.
  *
- * Memory. Job records (futures, submitted tasks; about 144 bytes each) come from a
+ * Memory. Job records (futures, submitted tasks; 128 bytes each) come from a
  * cache of the thread that submits, so that a submit calls no malloc in steady state.
  * A cache grows to what its thread has in flight at once, and is cut back to a reserve
  * of 256 KiB (the slabs of records all back home beyond one) after a burst drains: on
