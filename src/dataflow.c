@@ -14,6 +14,7 @@
  * fail on is allocated before the task is submitted, so a failed call changes
  * nothing. Waiting (heist_group_wait) happens outside the lock. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,11 @@ struct slot {
 struct heist_dataflow {
 	heist__mutex lock;
 	heist_pool *pool;
-	heist_group *group;	/* the tasks since the last wait */
+	/* The tasks since the last wait; NULL after a wait until the next submit makes
+	 * one (so that a wait allocates nothing and cannot fail), and then cancelled at
+	 * once if cancel_next says heist_dataflow_cancel came meanwhile. */
+	heist_group *group;
+	bool cancel_next;
 	struct slot *slots;
 	size_t nslots;		/* a power of two, or 0 */
 	size_t used;
@@ -230,6 +235,9 @@ submit_locked(struct heist_dataflow *df, const struct heist_access *acc, size_t 
 	      heist_fn fn, void *arg, heist_future **f)
 {
 	int err = prepare(df, acc, n);
+	if (!err && !df->group && !(err = heist_group_create(df->pool, &df->group)) &&
+	    df->cancel_next)
+		heist_group_cancel(df->group);
 	if (err)
 		return err;
 	heist_future *on_stack[INPUTS_ON_STACK], **inputs = on_stack;
@@ -345,18 +353,20 @@ heist_dataflow_wait(heist_dataflow *df)
 	heist__mutex_lock(&df->lock);
 	heist_group *g = df->group;
 	heist__mutex_unlock(&df->lock);
-	int err = heist_group_wait(g);
+	int err = g ? heist_group_wait(g) : 0;	/* none: nothing since the last wait */
 	if (err == EDEADLK)
 		return err;	/* from one of the dataflow's own tasks */
-	/* A new group for what comes next: the old one's first error would cancel it.
-	 * Out of memory, the old group stays (and so does its error). */
-	heist_group *fresh = NULL;
+	/* What comes next goes to a new group, which the next submit makes: the old
+	 * one's first error (or cancel) would end it. */
 	heist__mutex_lock(&df->lock);
-	if (df->group == g && heist_group_create(df->pool, &fresh) == 0)
-		df->group = fresh;
+	bool ours = df->group == g;	/* not a group a submit made since (g NULL) */
+	if (ours) {
+		df->group = NULL;
+		df->cancel_next = false;
+	}
 	prune(df);
 	heist__mutex_unlock(&df->lock);
-	if (fresh)
+	if (ours)
 		heist_group_destroy(g);	/* waits for tasks submitted meanwhile */
 	return err;
 }
@@ -368,6 +378,7 @@ heist_dataflow_cancel(heist_dataflow *df)
 		return;
 	heist__mutex_lock(&df->lock);
 	heist_group_cancel(df->group);
+	df->cancel_next = true;	/* for a group the next submit makes, until a wait */
 	heist__mutex_unlock(&df->lock);
 }
 

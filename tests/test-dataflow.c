@@ -302,6 +302,43 @@ allocation_failures_change_nothing(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A wait allocates nothing: one whose thread cannot allocate still gives the next
+ * tasks a clean start (it kept the failed group, whose error cancelled them all, and
+ * returned that error again at the next wait). And a cancel between a wait and the
+ * next submit reaches that submit's task, until the next wait. */
+static void
+a_wait_without_memory_still_starts_the_next_tasks_clean(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	heist_dataflow *df;
+	assert_int_equal(heist_dataflow_create(pool, &df), 0);
+	int x;
+	struct stamp failing = {.ret = 11}, next = {0}, cancelled = {0}, last = {0};
+	struct heist_access w = {&x, HEIST_OUT};
+	assert_int_equal(heist_dataflow_submit(df, &w, 1, stamp_task, &failing, NULL), 0);
+	fault_fail_all(FAULT_ALLOC, FAULT_THIS_THREAD);
+	assert_int_equal(heist_dataflow_wait(df), 11);
+	fault_disarm(FAULT_ALLOC);
+	heist_future *f;
+	assert_int_equal(heist_dataflow_submit(df, &w, 1, stamp_task, &next, &f), 0);
+	assert_int_equal(heist_future_wait(f), 0);
+	heist_future_release(f);
+	assert_int_not_equal(atomic_load(&next.at), 0);
+	assert_int_equal(heist_dataflow_wait(df), 0);
+	assert_int_equal(heist_dataflow_wait(df), 0);	/* nothing since: no group */
+
+	heist_dataflow_cancel(df);	/* no task since the wait */
+	assert_int_equal(heist_dataflow_submit(df, &w, 1, stamp_task, &cancelled, NULL), 0);
+	assert_int_equal(heist_dataflow_wait(df), ECANCELED);
+	assert_int_equal(atomic_load(&cancelled.at), 0);
+	assert_int_equal(heist_dataflow_submit(df, &w, 1, stamp_task, &last, NULL), 0);
+	assert_int_equal(heist_dataflow_wait(df), 0);	/* the cancel lasted one wait */
+	assert_int_not_equal(atomic_load(&last.at), 0);
+	heist_dataflow_destroy(df);
+	heist_pool_destroy(pool);
+}
+
 /* With the pool's injector_limit reached, a dataflow task whose inputs are done is
  * queued past it (it was accepted at the call): heist_dataflow_submit queues it with
  * its dataflow's lock held, and waiting there for room would keep out the workers,
@@ -344,6 +381,7 @@ main(void)
 		cmocka_unit_test(repeated_addresses_and_write_after_read),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_change_nothing),
+		cmocka_unit_test(a_wait_without_memory_still_starts_the_next_tasks_clean),
 		cmocka_unit_test(a_dataflow_task_does_not_wait_for_room_in_a_full_injector),
 	};
 	return RUN_TESTS(tests);
