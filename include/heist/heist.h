@@ -574,7 +574,9 @@ typedef void (*heist_done_fn)(void *arg, int result);
  * may submit, set a promise, release futures). For what must follow a job's end however
  * it ends (freeing what its argument holds, say), where heist_future_then's
  * continuation would not run for a cancelled job. The call holds its own reference to
- * f until fn has run; what f's task wrote is visible to fn.
+ * f until fn has run; what f's task wrote is visible to fn. A waiter of f may return
+ * before fn has run (fn follows the waiters' wake-up): to wait for fn itself, have it
+ * set a promise (heist_promise_set).
  * @returns 0; EINVAL if f or fn is NULL; ENOMEM (fn will not be called).
  * @since 0.2
  */
@@ -1195,7 +1197,8 @@ HEIST_EXPORT int heist_graph_edge(heist_graph_node *before, heist_graph_node *af
  * result of a node is the run's, and nodes that have not started by then do not run
  * (nor their successors); so does a cancellation (the token, or heist_future_cancel of
  * the run's future, heist_cancelled() true in the nodes running then), and the run
- * gives ECANCELED unless a node failed first. Nodes run as fork-join tasks of the
+ * gives ECANCELED unless a node failed first; a cancellation that comes once every
+ * node has started stops nothing, and the run gives its nodes' result. Nodes run as fork-join tasks of the
  * run: heist_cancelled() answers for the run in each. The graph's writes to what its
  * nodes touch, and everything before the call, are visible to the nodes; everything a
  * node wrote is visible to its successors and to whoever waits for the run.
