@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "platform/platform.h"
 #include "probe.h"
 
 /* value as a whole number from lo to hi, in decimal: nothing before or after it. */
@@ -129,6 +130,10 @@ file_from(const char *name, bool *nomem)
 	const char *v = getenv(name);
 	if (!v)
 		return NULL;
+	if (heist__process_setid()) {	/* its caller's environment names the file */
+		ignored(name, v, "a program that is not set-user-ID or set-group-ID");
+		return NULL;
+	}
 	if (!*v) {
 		ignored(name, v, "a file name (%p stands for the process id)");
 		return NULL;

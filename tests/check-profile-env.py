@@ -6,7 +6,10 @@ at exit; %p is the process id, pools after the first get .2, .3, ... before the
 extension; a forked child writes only its own pools; the report has heist-latency's
 keys and plot-latency reads it.
 
-    check-profile-env.py PROFILE-PROGRAM PLOT-LATENCY [--no-fork]
+    check-profile-env.py PROFILE-PROGRAM PLOT-LATENCY [--static PROGRAM] [--no-fork]
+
+--static names the same program linked statically: run as root, the check makes a
+set-user-ID copy of it and runs it as nobody, which must write no file.
 
 --no-fork (the ThreadSanitizer build) leaves out the runs that fork: TSan cannot
 follow a threaded process into its child (it refuses new threads there, and with
@@ -109,9 +112,41 @@ def check_fork(program):
             check_report(f"{d}/{name}", f"fork without %p: {name}")
 
 
+def check_setuid(static_program):
+    """A set-user-ID program writes no file its caller's environment names."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        print("set-user-ID run skipped: not root")
+        return
+    try:
+        import pwd
+        pwd.getpwnam("nobody")
+    except (ImportError, KeyError):
+        print("set-user-ID run skipped: no user nobody")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o777)
+        copy = f"{d}/suid-program"
+        with open(static_program, "rb") as src, open(copy, "wb") as dst:
+            dst.write(src.read())
+        os.chown(copy, 0, 0)
+        os.chmod(copy, 0o4755)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HEIST_")}
+        env["HEIST_PROFILE"] = f"{d}/r.json"
+        p = subprocess.run([copy, "pools", "1"], env=env, capture_output=True, text=True,
+                           timeout=120, user="nobody")
+        if p.returncode and not os.path.exists(f"{d}/r.json") and \
+                "ignored" not in p.stderr:
+            print(f"set-user-ID run skipped: it did not start ({p.stderr.strip()})")
+            return
+        check(p.returncode == 0, f"set-user-ID: exit {p.returncode}: {p.stderr.strip()}")
+        check(not os.path.exists(f"{d}/r.json"), "set-user-ID: wrote HEIST_PROFILE's file")
+        check("set-user-ID" in p.stderr, f"set-user-ID: said {p.stderr.strip()!r}")
+
+
 def main():
     program, plot = sys.argv[1], sys.argv[2]
     forks = "--no-fork" not in sys.argv[3:]
+    static = sys.argv[sys.argv.index("--static") + 1] if "--static" in sys.argv else None
 
     # 100 pools, one after another: one report each, numbered, none left half-written.
     with tempfile.TemporaryDirectory() as d:
@@ -140,6 +175,8 @@ def main():
 
     if forks:
         check_fork(program)
+    if static:
+        check_setuid(static)
 
     # The trace alone: the profiler on, a trace and no report.
     with tempfile.TemporaryDirectory() as d:

@@ -186,7 +186,9 @@ enum heist_pin {
  *   whose program turned profile on itself records as that program asked.
  * - HEIST_TRACE=file: as HEIST_PROFILE, but writes the Chrome/Perfetto trace
  *   heist-latency --trace writes (the kept samples, one event per task).
- * With -Dprofiler=false, HEIST_PROFILE and HEIST_TRACE are ignored with their line.
+ * With -Dprofiler=false, HEIST_PROFILE and HEIST_TRACE are ignored with their line; so
+ * are they in a set-user-ID or set-group-ID program, whose environment is its caller's
+ * (as secure_getenv does): it writes no file they name.
  */
 struct heist_config {
 	unsigned threads;	/**< workers; 0: one per core the process may run on (with

@@ -219,6 +219,11 @@ void heist__os_aligned_free(void *p);
 /* The process's id: a forked child's differs from its parent's. */
 unsigned long heist__process_id(void);
 
+/* Whether the process runs with a user or group it was not started by (a set-user-ID
+ * or set-group-ID program), whose environment is its caller's to choose: it then
+ * writes no file the environment names. false where the system has no such thing. */
+bool heist__process_setid(void);
+
 /* The program's short name into buf (at most size - 1 bytes and a NUL); "" if unknown. */
 void heist__program_name(char *buf, size_t size);
 

@@ -144,6 +144,12 @@ heist__process_id(void)
 	return (unsigned long)GetCurrentProcessId();
 }
 
+bool
+heist__process_setid(void)
+{
+	return false;	/* Windows has no set-user-ID programs */
+}
+
 void
 heist__program_name(char *buf, size_t size)
 {
