@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* topology.c - placement and victim order. With hwloc: the default worker count is
  * the number of cores in hwloc's allowed set that the process's affinity mask
- * touches, or the process's CPU quota where that is fewer (default_threads); HEIST_PIN_CORE gives each worker a core, HEIST_PIN_PU one processing
+ * touches, or the process's CPU quota where that is fewer (default_threads);
+ * HEIST_PIN_CORE gives each worker a core, HEIST_PIN_PU one processing
  * unit, spread evenly over the list in hwloc's logical order (so fewer workers than
  * cores land on different packages); and a worker's victims are grouped by the depth
  * of their common ancestor with it (SMT sibling, shared L2, L3, package or NUMA group,

@@ -17,9 +17,9 @@
  * Timed waits use CLOCK_MONOTONIC deadlines where the system lets them (semaphores:
  * POSIX.1-2024's sem_clockwait, which the build looks for; condition variables:
  * _POSIX_CLOCK_SELECTION), else CLOCK_REALTIME (sem_timedwait); a clock step then only
- * makes a wait return early or late, and every caller re-checks its own deadline. In a forked child the table is made anew:
- * a parent's thread may have held a bucket's lock at the fork, and its waiters are
- * gone. Design after WebKit's ParkingLot and the Linux futex hash table. */
+ * makes a wait return early or late, and every caller re-checks its own deadline. In
+ * a forked child the table is made anew: a parent's thread may have held a bucket's
+ * lock at the fork, and its waiters are gone. Design after WebKit's ParkingLot and the Linux futex hash table. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
