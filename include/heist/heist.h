@@ -1201,9 +1201,10 @@ HEIST_EXPORT int heist_graph_edge(heist_graph_node *before, heist_graph_node *af
  * the run's future, heist_cancelled() true in the nodes running then), and the run
  * gives ECANCELED unless a node failed first; a cancellation that comes once every
  * node has started stops nothing, and the run gives its nodes' result. Nodes run as
- * fork-join tasks of the run: heist_cancelled() answers for the run in each. The graph's writes to what its
- * nodes touch, and everything before the call, are visible to the nodes; everything a
- * node wrote is visible to its successors and to whoever waits for the run.
+ * fork-join tasks of the run: heist_cancelled() answers for the run in each. The
+ * graph's writes to what its nodes touch, and everything before the call, are visible
+ * to the nodes; everything a node wrote is visible to its successors and to whoever
+ * waits for the run.
  * Any thread may call this, a task included (but a node of g, whose run would wait
  * for its own: misuse, not detected).
  * @param[in] cancel  A token that cancels this run, or NULL (a reference is taken).

@@ -19,7 +19,8 @@
  * _POSIX_CLOCK_SELECTION), else CLOCK_REALTIME (sem_timedwait); a clock step then only
  * makes a wait return early or late, and every caller re-checks its own deadline. In
  * a forked child the table is made anew: a parent's thread may have held a bucket's
- * lock at the fork, and its waiters are gone. Design after WebKit's ParkingLot and the Linux futex hash table. */
+ * lock at the fork, and its waiters are gone. Design after WebKit's ParkingLot and the
+ * Linux futex hash table. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
