@@ -127,6 +127,18 @@ fail(struct heist_graph *g, int r)
 static int run_graph(struct heist_graph *g, struct heist_future *job,
 		     struct heist_pool *pool, struct heist_graph *outer);
 
+/* A loop node's body on one range: as the run's job, so that heist_cancelled()
+ * answers for the run in ranges a thief took too (a thief runs them as its own). */
+static int
+loop_range(void *arg, size_t begin, size_t end)
+{
+	const struct heist_graph_node *n = arg;
+	struct heist_future *outer = heist__current_job_swap(n->graph->job);
+	int r = n->loop.body(n->loop.arg, begin, end);
+	heist__current_job_swap(outer);
+	return r;
+}
+
 static int
 call(const struct heist_graph_node *n)
 {
@@ -136,7 +148,7 @@ call(const struct heist_graph_node *n)
 		return n->task.fn(n->task.arg);
 	case NODE_LOOP:
 		return heist_for_each(g->pool, n->loop.begin, n->loop.end, n->loop.grain,
-				      n->loop.body, n->loop.arg);
+				      loop_range, (void *)n);
 	case NODE_GRAPH:
 		break;
 	}

@@ -18,6 +18,7 @@
 
 #include "common.h"
 #include "faults.h"
+#include "platform/platform.h"	/* heist__clock_ns */
 
 /* ---- random graphs: order and counts ---------------------------------------------- */
 
@@ -453,6 +454,50 @@ cancelling_the_future_of_a_running_run_stops_it(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A loop node's ranges spin until heist_cancelled() says the run is cancelled (60 s
+ * at most, far past watched()'s 30 s): ranges a thief took too, which it ran as its
+ * own job before, so they never saw the run's cancel and the run never ended. */
+static atomic_int ranges_started;
+
+static int
+spins_until_cancelled(void *arg, size_t begin, size_t end)
+{
+	(void)arg;
+	(void)begin;
+	(void)end;
+	atomic_fetch_add(&ranges_started, 1);
+	uint64_t t0 = heist__clock_ns();
+	while (!heist_cancelled())
+		if (heist__clock_ns() - t0 > 60 * (uint64_t)1000000000)
+			return ETIMEDOUT;
+	return 0;
+}
+
+static void
+every_range_of_a_loop_node_sees_the_runs_cancel(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	for (int round = 0; round < 10; round++) {
+		heist_graph *g;
+		heist_graph_node *loop;
+		assert_int_equal(heist_graph_create(&g), 0);
+		assert_int_equal(heist_graph_add_loop(g, 0, 4, 1, spins_until_cancelled, NULL,
+						      &loop), 0);
+		atomic_store(&ranges_started, 0);
+		heist_future *f;
+		assert_int_equal(heist_graph_run(pool, g, NULL, &f), 0);
+		bool ok;
+		POLL(ok, atomic_load(&ranges_started) >= 2);	/* both workers in it */
+		assert_true(ok);
+		heist_future_cancel(f);
+		/* Its one node had started: the run gives the loop's result (heist.h). */
+		assert_int_equal(watched(f), 0);
+		heist_graph_destroy(g);
+	}
+	heist_pool_destroy(pool);
+}
+
 /* ---- loop and subgraph nodes ------------------------------------------------------- */
 
 enum { LOOP_N = 10000 };
@@ -691,6 +736,7 @@ main(void)
 		cmocka_unit_test(an_error_ends_the_run_and_the_next_run_runs_everything),
 		cmocka_unit_test(a_token_or_the_future_cancels_a_run),
 		cmocka_unit_test(cancelling_the_future_of_a_running_run_stops_it),
+		cmocka_unit_test(every_range_of_a_loop_node_sees_the_runs_cancel),
 		cmocka_unit_test(loop_and_subgraph_nodes_run_inside_the_run),
 		cmocka_unit_test(a_task_of_a_lone_worker_runs_a_graph_and_waits_for_it),
 		cmocka_unit_test(cycles_changes_while_pending_and_bad_input_are_refused),
