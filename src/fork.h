@@ -15,15 +15,16 @@
  * and take-backs together follow spawns in reverse order. */
 bool heist__spawn_take_back(heist_task *t);
 
-/* Between long stretches that neither spawn nor sync (a frame that runs task after
- * task inline): answer a thief's request, which only spawn and sync would otherwise
- * answer, by publishing the spawns still private. */
+/* Before a stretch of code that makes no heist call and may run long (a graph's node):
+ * publish the spawns still private, asked for or not, waking a sleeper if none
+ * searches. A thief that goes idle while the stretch runs cannot get a private spawn
+ * (it only asks, and asking is answered at the next spawn, sync or answer), so a
+ * sibling spawned just before would wait for the whole stretch. */
 static inline void
-heist__spawn_answer(void)
+heist__spawn_publish(void)
 {
 	struct worker *w = heist__current();
-	if (w && unlikely(heist__deque_split_requested(&w->dq)) &&
-	    heist__deque_private_count(&w->dq))
+	if (w && heist__deque_private_count(&w->dq))
 		heist__worker_publish(w, 0);
 }
 

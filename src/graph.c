@@ -11,10 +11,13 @@
  * them; when it has nothing ready it takes its newest spawn back (fork.h) and runs it
  * in the same loop, or, if a thief has it, syncs it (the helping wait of wait.c). So
  * a frame's stack depth does not grow with the graph's; a thief runs what it stole in
- * a frame of its own. Between nodes it runs inline, a frame answers a thief's request
- * for its private spawns (fork.h), which only spawn and sync would answer otherwise. Strict fork-join holds: a frame takes back or syncs every node
- * it spawned, newest first, before it returns, so the run's job ends after its last
- * node and its waiters may help with its nodes through its runner's deque (wait.c).
+ * a frame of its own. Before each node it runs inline, a frame publishes the nodes it
+ * spawned (fork.h): a node may run long without a heist call, and a worker that goes
+ * idle meanwhile could not take a private spawn (a request is answered only by the
+ * next spawn or sync), so a sibling would wait for the whole node. Strict fork-join
+ * holds: a frame takes back or syncs every node it spawned, newest first, before it
+ * returns, so the run's job ends after its last node and its waiters may help with its
+ * nodes through its runner's deque (wait.c).
  *
  * The counts are re-armed as the nodes start (every predecessor has counted down by
  * then), so a run ends with the graph ready for the next; runs of one graph follow
@@ -204,8 +207,8 @@ frame_run(struct frame *f, struct heist_graph_node *cur)
 {
 	for (;;) {
 		while (cur) {
+			heist__spawn_publish();	/* cur's siblings, for idle workers */
 			cur = run_node(f, cur);
-			heist__spawn_answer();
 		}
 		struct heist_graph_node *n = f->spawned;
 		if (!n)

@@ -498,6 +498,66 @@ every_range_of_a_loop_node_sees_the_runs_cancel(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* ---- a node's siblings are there for idle workers while it runs ------------------ */
+
+static atomic_int b_started, c_started;
+
+static int
+until_b_started(void *arg)
+{
+	(void)arg;
+	bool ok;
+	POLL(ok, atomic_load(&b_started));
+	return ok ? 0 : ETIMEDOUT;
+}
+
+static int
+until_c_started(void *arg)
+{
+	(void)arg;
+	atomic_store(&b_started, 1);
+	bool ok;
+	POLL(ok, atomic_load(&c_started));
+	return ok ? 0 : ETIMEDOUT;
+}
+
+static int
+c_starts(void *arg)
+{
+	(void)arg;
+	atomic_store(&c_started, 1);
+	return 0;
+}
+
+/* Q -> {B, C}, and a root P beside Q that keeps the other worker busy until B has
+ * started: C is spawned while no worker is idle, then B waits (making no heist call)
+ * for C to start, which only the other worker can do once P is over. A C kept private
+ * under B waited for ever (the other worker could only ask for it). */
+static void
+a_sibling_spawned_before_a_long_node_is_taken_by_an_idle_worker(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(2);
+	heist_graph *g;
+	heist_graph_node *q, *p, *b, *c;
+	assert_int_equal(heist_graph_create(&g), 0);
+	assert_int_equal(heist_graph_add_task(g, probe_task, &probes[0], &q), 0);
+	assert_int_equal(heist_graph_add_task(g, until_b_started, NULL, &p), 0);
+	assert_int_equal(heist_graph_add_task(g, until_c_started, NULL, &b), 0);
+	assert_int_equal(heist_graph_add_task(g, c_starts, NULL, &c), 0);
+	assert_int_equal(heist_graph_edge(q, b), 0);
+	assert_int_equal(heist_graph_edge(q, c), 0);
+	for (int round = 0; round < 3; round++) {
+		atomic_store(&b_started, 0);
+		atomic_store(&c_started, 0);
+		heist_future *f;
+		assert_int_equal(heist_graph_run(pool, g, NULL, &f), 0);
+		assert_int_equal(watched(f), 0);
+	}
+	heist_graph_destroy(g);
+	heist_pool_destroy(pool);
+}
+
 /* ---- loop and subgraph nodes ------------------------------------------------------- */
 
 enum { LOOP_N = 10000 };
@@ -738,6 +798,7 @@ main(void)
 		cmocka_unit_test(cancelling_the_future_of_a_running_run_stops_it),
 		cmocka_unit_test(every_range_of_a_loop_node_sees_the_runs_cancel),
 		cmocka_unit_test(loop_and_subgraph_nodes_run_inside_the_run),
+		cmocka_unit_test(a_sibling_spawned_before_a_long_node_is_taken_by_an_idle_worker),
 		cmocka_unit_test(a_task_of_a_lone_worker_runs_a_graph_and_waits_for_it),
 		cmocka_unit_test(cycles_changes_while_pending_and_bad_input_are_refused),
 		cmocka_unit_test(allocation_failures_are_enomem),
