@@ -22,7 +22,7 @@ heist__split_wanted(struct worker *w)
 {
 	if (heist__deque_count(&w->dq) == 0)
 		return true;
-	if (heist__deque_split_requested(&w->dq))
+	if (heist__deque_split_requested(&w->dq) && heist__deque_private_count(&w->dq))
 		heist__worker_publish(w, 0);
 	return false;
 }

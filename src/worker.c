@@ -86,6 +86,14 @@ heist__worker_publish(struct worker *w, int64_t keep)
 		heist__deque_stamp_private(&w->dq, keep, heist__tsc());
 	heist__deque_publish(&w->dq, keep);
 	heist__sleep_notify(&w->pool->sleep);
+	/* While some worker searches or sleeps, the next push is published too: ring our
+	 * own bounds, as that worker's request did (deque.h), so that a spawn made now is
+	 * public at once, as a split is (split.h). A thief asks only once it finds the
+	 * public part empty, and the owner answers only at its next spawn or sync; a
+	 * task spawned between an answer and the next request, just before a long stretch
+	 * without either, stayed private for the whole stretch while the thief idled. */
+	if (heist__sleep_has_idle(&w->pool->sleep))
+		heist__deque_request(&w->dq);
 }
 
 noinline int
