@@ -507,6 +507,25 @@ write_trace(FILE *f, const struct report *r, heist_pool *pool, const char *when)
 
 /* ---------------------------------------------------------------------------------- */
 
+enum { TMP_TRIES = 8 };
+
+/* A new file beside path, named into tmp (room for path and 48 bytes more): path.tmpPID,
+ * or, if that name is taken (a stale one, or one another user made in a shared
+ * directory to make us write through it), path.tmpPID.N with N from the clock. NULL
+ * with errno set if none can be made. */
+static FILE *
+create_tmp(char *tmp, const char *path, unsigned long pid)
+{
+	sprintf(tmp, "%s.tmp%lu", path, pid);
+	FILE *f = heist__file_create(tmp);
+	for (unsigned k = 1; !f && errno == EEXIST && k < TMP_TRIES; k++) {
+		uint64_t n = heist__clock_ns() * 0x9e3779b97f4a7c15ull + k;
+		sprintf(tmp, "%s.tmp%lu.%08lx", path, pid, (unsigned long)(n >> 32));
+		f = heist__file_create(tmp);
+	}
+	return f;
+}
+
 /* Write one file: beside its name, then renamed over it. */
 static void
 write_file(const char *var, const char *tmpl, const struct report *r, heist_pool *pool,
@@ -514,11 +533,10 @@ write_file(const char *var, const char *tmpl, const struct report *r, heist_pool
 	   int (*write)(FILE *, const struct report *, heist_pool *, const char *))
 {
 	char *path = file_name(tmpl, r->number, r->pid);
-	char *tmp = path ? malloc(strlen(path) + 32) : NULL;
+	char *tmp = path ? malloc(strlen(path) + 48) : NULL;
 	int err = ENOMEM;
 	if (tmp) {
-		sprintf(tmp, "%s.tmp%lu", path, r->pid);
-		FILE *f = fopen(tmp, "w");
+		FILE *f = create_tmp(tmp, path, r->pid);
 		if (!f) {
 			err = errno;
 		} else {

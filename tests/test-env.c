@@ -393,6 +393,91 @@ profile_turns_the_profiler_on_and_writes_at_destroy(void **state)
 	assert_int_equal(take_files(NULL, 0), 0);
 }
 
+/* The report is written under a temporary name first: a name someone else made
+ * there (a link to another file, in a shared directory; on Windows, whose links need
+ * a privilege, a file) is neither written through nor moved over the report; the
+ * report goes under another temporary name. Which number the pool's report takes
+ * depends on the pools before it in this process (out.json, out.2.json, ...): one
+ * waits at the temporary name of each. */
+enum { PLANTED_NUMBERS = 64 };
+
+static void
+report_name(char *buf, size_t cap, unsigned number, bool tmp)
+{
+	char num[16] = "";
+	if (number > 1)
+		snprintf(num, sizeof(num), ".%u", number);
+	if (tmp)
+		snprintf(buf, cap, "%s/r%s.json.tmp%ld", dir, num, (long)getpid());
+	else
+		snprintf(buf, cap, "%s/r%s.json", dir, num);
+}
+
+static void
+write_keep(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("keep", f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static bool
+holds_keep(const char *path)
+{
+	char got[16] = "";
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool keep = fgets(got, sizeof(got), f) && strcmp(got, "keep") == 0;
+	fclose(f);
+	return keep;
+}
+
+static void
+a_name_taken_at_the_temporary_name_is_not_written_through(void **state)
+{
+	(void)state;
+	if (!HEIST_PROFILER)
+		skip();
+	char victim[sizeof(dir) + 16], name[sizeof(dir) + 64];
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	write_keep(victim);
+	for (unsigned k = 1; k <= PLANTED_NUMBERS; k++) {
+		report_name(name, sizeof(name), k, true);
+#if defined(_WIN32)
+		write_keep(name);
+#else
+		assert_int_equal(symlink(victim, name), 0);
+#endif
+	}
+	set_in_dir("HEIST_PROFILE", "r.json");
+	struct profiled p = profiled(NULL);
+	unsetenv("HEIST_PROFILE");
+	assert_true(p.profiles);
+	assert_string_equal(p.said, "");
+	assert_true(holds_keep(victim));
+	unsigned reports = 0;
+	for (unsigned k = 1; k <= PLANTED_NUMBERS; k++) {
+		report_name(name, sizeof(name), k, true);
+		assert_true(holds_keep(name));	/* still there, as it was */
+#if !defined(_WIN32)
+		char target[sizeof(dir) + 16];
+		assert_true(readlink(name, target, sizeof(target)) > 0);	/* a link */
+#endif
+		report_name(name, sizeof(name), k, false);
+		FILE *f = fopen(name, "r");	/* the report, a file of its own */
+		if (f) {
+			reports++;
+			assert_int_equal(fgetc(f), '{');
+			fclose(f);
+		}
+	}
+	assert_int_equal(reports, 1);
+	/* The victim, the planted names and the report: no temporary left. */
+	assert_int_equal(take_files(NULL, 0), 1 + PLANTED_NUMBERS + 1);
+}
+
 static void
 profile_every_fills_a_sampling_left_at_zero(void **state)
 {
@@ -521,6 +606,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(bad_values_are_shown_escaped_on_one_line, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(profile_turns_the_profiler_on_and_writes_at_destroy,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(a_name_taken_at_the_temporary_name_is_not_written_through,
 						setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(profile_every_fills_a_sampling_left_at_zero,
 						setup_dir, teardown_dir),

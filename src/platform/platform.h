@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(_WIN32)
 #include "win/types.h"
@@ -223,6 +224,12 @@ unsigned long heist__process_id(void);
  * or set-group-ID program), whose environment is its caller's to choose: it then
  * writes no file the environment names. false where the system has no such thing. */
 bool heist__process_setid(void);
+
+/* A new file at path, opened for writing as fopen's "w" does, or NULL with errno set
+ * (EEXIST if anything is there already, a symbolic link included: none is followed,
+ * so a name another user guessed cannot point the write elsewhere). For the
+ * profiler's files (report.c), which FILE * is all they need. */
+FILE *heist__file_create(const char *path);
 
 /* The program's short name into buf (at most size - 1 bytes and a NUL); "" if unknown. */
 void heist__program_name(char *buf, size_t size);

@@ -4,16 +4,19 @@
  * than 64 logical CPUs sees one group unless it asks for more). Without hwloc there is
  * no CPU list, so no pinning: heist_pool_placement says the pool is not pinned. The
  * clock is QueryPerformanceCounter. Pages come from VirtualAlloc, aligned by reserving
- * more and retrying at the aligned address inside it. */
+ * more and retrying at the aligned address inside it. New files: _open with _O_EXCL. */
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
 #include "../platform.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <io.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <windows.h>
 
 unsigned
@@ -148,6 +151,25 @@ bool
 heist__process_setid(void)
 {
 	return false;	/* Windows has no set-user-ID programs */
+}
+
+FILE *
+heist__file_create(const char *path)
+{
+	/* _O_EXCL: CREATE_NEW underneath, which fails on any name that exists. Text
+	 * mode, as fopen's "w". */
+	int fd = _open(path, _O_WRONLY | _O_CREAT | _O_EXCL | _O_TEXT | _O_NOINHERIT,
+		       _S_IREAD | _S_IWRITE);
+	if (fd < 0)
+		return NULL;
+	FILE *f = _fdopen(fd, "w");
+	if (!f) {
+		int err = errno;
+		_close(fd);
+		remove(path);
+		errno = err;
+	}
+	return f;
 }
 
 void
