@@ -130,8 +130,11 @@ sync_slow(struct worker *w, struct task *t)
 		if (s != TASK_PENDING)
 			misuse(s == TASK_SYNCED ? "the task was synced already"
 						: "the record holds no spawned task");
+		bool public = heist__deque_private_count(&w->dq) == 0;
 		struct task *x = heist__worker_pop(w);
 		if (x == t) {
+			if (public)
+				w->untaken++;	/* we published it, and nobody took it */
 			counter_add(&w->stats.executed, 1);
 			mark_synced(t);
 			if (HEIST_PROFILER && unlikely(w->profile)) {
@@ -142,6 +145,7 @@ sync_slow(struct worker *w, struct task *t)
 			return t->fn(t->arg);
 		}
 		if (!x) {
+			w->untaken = 0;	/* a thief wants what we publish */
 			int r = heist__wait_stolen(w, t);
 			mark_synced(t);
 			return r;

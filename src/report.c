@@ -519,7 +519,7 @@ create_tmp(char *tmp, const char *path, unsigned long pid)
 	sprintf(tmp, "%s.tmp%lu", path, pid);
 	FILE *f = heist__file_create(tmp);
 	for (unsigned k = 1; !f && errno == EEXIST && k < TMP_TRIES; k++) {
-		uint64_t n = heist__clock_ns() * 0x9e3779b97f4a7c15ull + k;
+		uint64_t n = (heist__clock_ns() + k) * 0x9e3779b97f4a7c15ull;
 		sprintf(tmp, "%s.tmp%lu.%08lx", path, pid, (unsigned long)(n >> 32));
 		f = heist__file_create(tmp);
 	}

@@ -106,13 +106,17 @@ void heist__sleep_wake_worker(struct sleep *s, unsigned i);
 /* Step (4): after a seq_cst write that made work available. */
 void heist__sleep_notify_slow(struct sleep *s);
 
-static inline void
+/* Returns whether it went to wake a sleeper (nobody searched): one is then on its way,
+ * unless another notifier took the last sleeper first. */
+static inline bool
 heist__sleep_notify(struct sleep *s)
 {
 	/* seq_cst: step (4) of the protocol above. */
 	uint64_t st = atomic_load_explicit(&s->state, memory_order_seq_cst);
-	if ((uint32_t)st != 0 && (st >> 32) == 0)
-		heist__sleep_notify_slow(s);
+	if ((uint32_t)st == 0 || (st >> 32) != 0)
+		return false;
+	heist__sleep_notify_slow(s);
+	return true;
 }
 
 /* Whether some worker is searching or asleep: work published now would be taken.

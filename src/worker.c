@@ -66,6 +66,7 @@ enum {
 	BATCH_MAX = 32,		/* injector tasks taken at once */
 	LOW_EVERY = 64,		/* a look at the low queue at least every LOW_EVERY
 				   tasks (heist.h, enum heist_priority: its bound) */
+	UNTAKEN_MAX = 2,	/* struct worker's untaken: publishing unasked stops */
 };
 
 void
@@ -85,14 +86,18 @@ heist__worker_publish(struct worker *w, int64_t keep)
 	if (HEIST_PROFILER && unlikely(w->profile))
 		heist__deque_stamp_private(&w->dq, keep, heist__tsc());
 	heist__deque_publish(&w->dq, keep);
-	heist__sleep_notify(&w->pool->sleep);
-	/* While some worker searches or sleeps, the next push is published too: ring our
-	 * own bounds, as that worker's request did (deque.h), so that a spawn made now is
-	 * public at once, as a split is (split.h). A thief asks only once it finds the
-	 * public part empty, and the owner answers only at its next spawn or sync; a
-	 * task spawned between an answer and the next request, just before a long stretch
-	 * without either, stayed private for the whole stretch while the thief idled. */
-	if (heist__sleep_has_idle(&w->pool->sleep))
+	/* While some worker searches or sleeps, the next push is published too: we ring
+	 * our own bounds, as a request would (deque.h). A thief asks only once it finds
+	 * nothing, and is answered only at our next spawn or sync, so `spawn a; spawn b;
+	 * spawn c; long stretch` published a and left b and c private for the whole
+	 * stretch while other workers idled. But not once our own syncs take back what we
+	 * published (UNTAKEN_MAX in a row, until a sync finds its task stolen): a serial
+	 * run of tiny spawn+sync pairs beside an idle worker then published every spawn
+	 * and lost most syncs to a thief of its tiny tasks (5-7x slower). A publish that
+	 * wakes a sleeper rings once whatever: the sleeper asked before it slept, and
+	 * cannot ask again until it is awake and looks. */
+	bool woke = heist__sleep_notify(&w->pool->sleep);
+	if (woke || (w->untaken < UNTAKEN_MAX && heist__sleep_has_idle(&w->pool->sleep)))
 		heist__deque_request(&w->dq);
 }
 

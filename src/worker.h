@@ -58,6 +58,10 @@ struct worker {
 	 * waited for it (future.c): the first job that makes runnable on our deque is
 	 * the task our loop pops next, and stays private (submit.c, queue_local). */
 	bool loop_job_ending;
+	/* Spawns this worker published and then synced itself, from its deque's public
+	 * part, since a sync last found its task stolen: published work nobody took, so
+	 * it stops publishing unasked (heist__worker_publish). Owner only. */
+	unsigned untaken;
 	/* The profiler: how the task this thread runs next reached it, set by whoever
 	 * took it (heist__worker_took) and read when the run starts. */
 	struct heist__run_from run_from;

@@ -641,6 +641,50 @@ counted_task(void *arg)
 	return c->ret;
 }
 
+/* Three spawns and a fourth part inline, on a pool of four, each waiting (with no heist
+ * call) until all four have started: the three spawned must be taken by the three
+ * idle workers while the spawner waits. Only the first used to be: the others stayed
+ * private until the spawner's next spawn or sync, which its wait never reached. */
+enum { INVOKE = 4 };
+static atomic_int invoke_started;
+
+static int
+meet_all(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&invoke_started, 1);
+	bool ok;
+	POLL(ok, atomic_load(&invoke_started) >= INVOKE);
+	return ok ? 0 : ETIMEDOUT;
+}
+
+static int
+invoke_task(void *arg)
+{
+	(void)arg;
+	heist_task t[INVOKE - 1];
+	for (int i = 0; i < INVOKE - 1; i++)
+		heist_spawn(&t[i], meet_all, NULL);
+	int r = meet_all(NULL);
+	for (int i = INVOKE - 1; i-- > 0;) {
+		int ri = heist_sync(&t[i]);
+		r = r ? r : ri;
+	}
+	return r;
+}
+
+static void
+spawns_before_a_long_stretch_are_taken_by_idle_workers(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(INVOKE);
+	for (int round = 0; round < 3; round++) {
+		atomic_store(&invoke_started, 0);
+		assert_int_equal(heist_run(pool, invoke_task, NULL), 0);
+	}
+	heist_pool_destroy(pool);
+}
+
 /* 64 spawns, then 64 syncs in reverse order, each giving its own child's value. */
 static int
 wide_task(void *arg)
@@ -1037,6 +1081,7 @@ main(void)
 		cmocka_unit_test(nqueens_1_to_12_is_right),
 		cmocka_unit_test(uts_small_tree_is_right),
 		cmocka_unit_test(sixty_four_spawns_then_syncs_in_one_frame),
+		cmocka_unit_test(spawns_before_a_long_stretch_are_taken_by_idle_workers),
 		cmocka_unit_test(typed_fib_is_right_on_1_2_4_workers),
 		cmocka_unit_test(stats_count_every_typed_spawn),
 		cmocka_unit_test(typed_tasks_of_four_arguments_and_void_ones),

@@ -1250,14 +1250,16 @@ typedef struct heist_task {
  *
  * When thieves can see it: a spawn goes first to a part of the deque only its worker
  * touches (which is what makes it cost a few instructions), and is published, made
- * stealable, at once when another worker of the pool is idle at the spawn (or has
- * asked since this worker last published), else when one asks and this worker next
- * spawns or syncs. So a child spawned while every other worker is busy, followed by a
- * long stretch of code that neither spawns nor syncs, waits for the stretch to end if
- * a worker frees up meanwhile (as in Lace, whose split deque this is). Long pieces of
- * work that must overlap whatever the timing are better submitted (heist_submit
- * publishes at once) or made nodes of a graph (heist_graph publishes a node's
- * siblings before the node runs).
+ * stealable, at once while another worker of the pool is idle (a thief asked, or the
+ * worker's last publish found one idle), unless the spawns it published lately came
+ * back to its own syncs untaken (then it waits to be asked again). Otherwise a worker
+ * that goes idle asks, and this worker publishes at its next spawn or sync. So a child
+ * spawned while every other worker is busy, followed by a long stretch of code that
+ * neither spawns nor syncs, waits for the stretch to end if a worker frees up
+ * meanwhile (as in Lace, whose split deque this is). Long pieces of work that must
+ * overlap whatever the timing are better submitted (heist_submit publishes at once)
+ * or made nodes of a graph (heist_graph publishes a node's siblings before the node
+ * runs).
  *
  * heist_spawn and heist_sync are macros over inline fast paths (heist/inline.h) with
  * gcc and clang: the common case runs in the caller's code, with no call into the
