@@ -81,15 +81,19 @@ acc_init(struct latency_acc *a)
 		atomic_store_explicit(&a->hist[i], 0, memory_order_relaxed);
 }
 
+/* The owner only. v's bucket last, with release: a report that counts v in it (its
+ * acquire load, fold_acc) sees v in min and max too, so that its count never runs
+ * ahead of its range. The sum is another matter: see fill. */
 static void
 acc_add(struct latency_acc *a, uint64_t v)
 {
-	counter_add(&a->sum, v);
-	counter_add(&a->hist[bucket_of(v)], 1);
 	if (v < counter_read(&a->min))
 		atomic_store_explicit(&a->min, v, memory_order_relaxed);
 	if (v > counter_read(&a->max))
 		atomic_store_explicit(&a->max, v, memory_order_relaxed);
+	counter_add(&a->sum, v);
+	counter *c = &a->hist[bucket_of(v)];
+	atomic_store_explicit(c, counter_read(c) + 1, memory_order_release);
 }
 
 static void
@@ -212,7 +216,9 @@ fold_acc(struct merged *m, const struct profile *p)
 		const struct latency_acc *a = &p->acc[k];
 		uint64_t n = 0;
 		for (unsigned i = 0; i < BUCKETS; i++) {
-			uint64_t c = counter_read(&a->hist[i]);
+			/* acquire: pairs with acc_add's release (min and max below). */
+			uint64_t c = atomic_load_explicit((counter *)&a->hist[i],
+							  memory_order_acquire);
 			m->hist[k][i] += c;
 			n += c;
 		}
@@ -359,6 +365,13 @@ fill(struct heist_latency *l, const struct merged *m, int kind, const uint64_t *
 	l->min = m->min[kind];
 	l->max = m->max[kind];
 	l->mean = (double)m->sum[kind] / (double)l->count;
+	/* While workers record, a worker's sum and its counts are read at different
+	 * moments (no lock pairs them), so the mean of such a report is near, not exact,
+	 * and may fall a little outside the range it reports: keep it inside. */
+	if (l->mean < (double)l->min)
+		l->mean = (double)l->min;
+	if (l->mean > (double)l->max)
+		l->mean = (double)l->max;
 	l->p50 = quantile(m, kind, sorted, 0.50);
 	l->p90 = quantile(m, kind, sorted, 0.90);
 	l->p99 = quantile(m, kind, sorted, 0.99);
