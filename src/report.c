@@ -19,12 +19,14 @@
 #include "env.h"
 #include "heist/profile.h"
 #include "heist/version.h"
+#include "inherit.h"
 #include "platform/platform.h"
 
 struct report {
 	char *profile, *trace;	/* HEIST_PROFILE's and HEIST_TRACE's names, or NULL */
 	unsigned number;	/* among the process's reporting pools, from 1 */
 	unsigned long pid;	/* the process that made the pool: only it writes */
+	bool forked;		/* made in a forked child: its names carry its pid */
 	bool written;
 	char name[16];		/* heist_config.name */
 	unsigned threads, spin;	/* heist_config's, as the program (or env) gave them */
@@ -43,8 +45,25 @@ static const char *const path_names[HEIST_PATHS] = {"inline", "own", "stolen",
 						    "injector", "helping", "guest"};
 static const char *const kind_names[] = {"spawned", "submitted", "for-each range"};
 
-/* Reporting pools made so far in this process (a forked child goes on counting). */
-static atomic_uint reporting_pools;
+/* Reporting pools made so far, in the low 32 bits, by the fork generation (inherit.h)
+ * in the high 32: a forked child inherits its parent's count, and its first pool,
+ * finding another generation there, counts its own from 1. */
+static _Atomic uint64_t reporting_pools;
+
+/* The next pool's number in this process. relaxed: a count that only names files;
+ * nothing is published with it. */
+static unsigned
+next_number(void)
+{
+	uint64_t gen = heist__generation();
+	uint64_t old = atomic_load_explicit(&reporting_pools, memory_order_relaxed), next;
+	do {
+		next = (old >> 32 == gen ? old : gen << 32) + 1;
+	} while (!atomic_compare_exchange_weak_explicit(&reporting_pools, &old, next,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	return (unsigned)next;
+}
 
 struct report *
 heist__report_new(struct env_files *files, const struct heist_config *cfg, bool *nomem)
@@ -61,9 +80,9 @@ heist__report_new(struct env_files *files, const struct heist_config *cfg, bool 
 	r->profile = files->profile;
 	r->trace = files->trace;
 	files->profile = files->trace = NULL;
-	/* relaxed: a count that only names files; nothing is published with it. */
-	r->number = atomic_fetch_add_explicit(&reporting_pools, 1, memory_order_relaxed) + 1;
+	r->number = next_number();
 	r->pid = heist__process_id();
+	r->forked = heist__generation() > 0;
 	snprintf(r->name, sizeof(r->name), "%s", cfg->name ? cfg->name : "heist");
 	r->threads = cfg->threads;
 	r->spin = cfg->spin;
@@ -85,19 +104,38 @@ heist__report_free(struct report *r)
 /* ---------------------------------------------------------------------------------- */
 /* File names                                                                         */
 
-/* The name pool `number` writes: %p is the process id, %% a percent sign; from the
- * second pool on, ".number" goes before the last extension (out.json, out.2.json,
- * ...), or at the end when there is none. NULL when out of memory. */
-static char *
-file_name(const char *tmpl, unsigned number, unsigned long pid)
+/* Put `text` before the last extension of the file name out (of length n, room for
+ * text), or at its end when it has none. */
+static void
+before_extension(char *out, size_t n, const char *text)
 {
-	size_t cap = strlen(tmpl) * 8 + 32, n = 0;	/* a pid is 10 digits at most */
+	char *base = strrchr(out, '/');
+	base = base ? base + 1 : out;
+	char *dot = strrchr(base, '.');
+	if (!dot || dot == base)	/* no extension, or a hidden file's name */
+		dot = out + n;
+	size_t len = strlen(text);
+	memmove(dot + len, dot, strlen(dot) + 1);
+	memcpy(dot, text, len);
+}
+
+/* The name a pool writes: %p is the process id, %% a percent sign. A forked child's
+ * pools, where the name has no %p, put "-pid" before the last extension, since the
+ * parent's pools and theirs would have the same names (out.json, out-4242.json).
+ * From a process's second pool on, ".number" goes there too (out.2.json,
+ * out-4242.2.json). NULL when out of memory. */
+static char *
+file_name(const char *tmpl, const struct report *r)
+{
+	size_t cap = strlen(tmpl) * 8 + 64, n = 0;	/* a pid is 10 digits at most */
 	char *out = malloc(cap);
 	if (!out)
 		return NULL;
+	bool named_pid = false;
 	for (const char *c = tmpl; *c; c++) {
 		if (c[0] == '%' && c[1] == 'p') {
-			n += (size_t)snprintf(out + n, cap - n, "%lu", pid);
+			n += (size_t)snprintf(out + n, cap - n, "%lu", r->pid);
+			named_pid = true;
 			c++;
 		} else {
 			if (c[0] == '%' && c[1] == '%')
@@ -106,16 +144,15 @@ file_name(const char *tmpl, unsigned number, unsigned long pid)
 		}
 	}
 	out[n] = '\0';
-	if (number > 1) {
-		char *base = strrchr(out, '/');
-		base = base ? base + 1 : out;
-		char *dot = strrchr(base, '.');
-		if (!dot || dot == base)	/* no extension, or a hidden file's name */
-			dot = out + n;
-		char suffix[16];
-		int len = snprintf(suffix, sizeof(suffix), ".%u", number);
-		memmove(dot + len, dot, strlen(dot) + 1);
-		memcpy(dot, suffix, (size_t)len);
+	char text[32];
+	if (r->forked && !named_pid) {
+		snprintf(text, sizeof(text), "-%lu", r->pid);
+		before_extension(out, n, text);
+		n = strlen(out);
+	}
+	if (r->number > 1) {
+		snprintf(text, sizeof(text), ".%u", r->number);
+		before_extension(out, n, text);
 	}
 	return out;
 }
@@ -532,7 +569,7 @@ write_file(const char *var, const char *tmpl, const struct report *r, heist_pool
 	   const char *when,
 	   int (*write)(FILE *, const struct report *, heist_pool *, const char *))
 {
-	char *path = file_name(tmpl, r->number, r->pid);
+	char *path = file_name(tmpl, r);
 	char *tmp = path ? malloc(strlen(path) + 48) : NULL;
 	int err = ENOMEM;
 	if (tmp) {

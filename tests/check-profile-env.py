@@ -3,7 +3,8 @@
 """check-profile-env.py - HEIST_PROFILE and HEIST_TRACE on programs that never call the
 profiler (src/report.c): each pool writes one complete report when it is destroyed, or
 at exit; %p is the process id, pools after the first get .2, .3, ... before the
-extension; a forked child writes only its own pools; the report has heist-latency's
+extension; a forked child writes only its own pools, numbered from 1, and without %p
+its names carry its pid (f-PID.json); the report has heist-latency's
 keys and plot-latency reads it.
 
     check-profile-env.py PROFILE-PROGRAM PLOT-LATENCY [--static PROGRAM] [--no-fork]
@@ -87,29 +88,38 @@ def files(d):
 
 
 def check_fork(program):
-    # Fork: the parent's pool (1) and the child's (2, the count goes on), each in its
-    # own process's file; the child never writes the parent's pool.
+    # Fork: the parent's first pool, the child's (its own first), then the parent's
+    # second, each in its own file; the child never writes the parent's pool.
     with tempfile.TemporaryDirectory() as d:
         run([program, "fork"], {"HEIST_PROFILE": f"{d}/f-%p.json"}, "fork")
         got = files(d)
-        check(len(got) == 2, f"fork: files {got}, want one per pool")
-        pools = {}
+        check(len(got) == 3, f"fork: files {got}, want one per pool")
+        pools = []
         for name in got:
             r = check_report(f"{d}/{name}", f"fork {name}")
             if r:
-                pools[r["pool"]] = (name, r["pid"])
-        check(sorted(pools) == [1, 2], f"fork: pools {sorted(pools)}")
-        if sorted(pools) == [1, 2]:
-            check(pools[1][1] != pools[2][1], "fork: both pools in one process")
-            check(pools[1][0] == f"f-{pools[1][1]}.json", f"fork: {pools[1][0]}")
-            check(pools[2][0] == f"f-{pools[2][1]}.2.json", f"fork: {pools[2][0]}")
+                pools.append((r["pid"], r["pool"], name))
+        pids = sorted({pid for pid, _, _ in pools})
+        check(len(pids) == 2, f"fork: pools {pools}, want two processes")
+        if len(pools) == 3 and len(pids) == 2:
+            parent = max(pids, key=lambda p: sum(1 for q, _, _ in pools if q == p))
+            child = min(pids, key=lambda p: sum(1 for q, _, _ in pools if q == p))
+            want = sorted([(parent, 1, f"f-{parent}.json"), (child, 1, f"f-{child}.json"),
+                           (parent, 2, f"f-{parent}.2.json")])
+            check(sorted(pools) == want, f"fork: pools {sorted(pools)}, want {want}")
 
-    # The same without %p: two processes, two pools, two whole files.
+    # The same without %p: the child's names carry its pid, so that the parent's
+    # second pool does not write over the child's first (both were f.2.json).
     with tempfile.TemporaryDirectory() as d:
         run([program, "fork"], {"HEIST_PROFILE": f"{d}/f.json"}, "fork without %p")
-        check(files(d) == ["f.2.json", "f.json"], f"fork without %p: files {files(d)}")
-        for name in files(d):
-            check_report(f"{d}/{name}", f"fork without %p: {name}")
+        got = files(d)
+        check(len(got) == 3, f"fork without %p: files {got}, want one per pool")
+        for name in got:
+            r = check_report(f"{d}/{name}", f"fork without %p: {name}")
+            if r and name not in ("f.json", "f.2.json"):
+                check(name == f"f-{r['pid']}.json" and r["pool"] == 1,
+                      f"fork without %p: the child's pool {r['pool']} in {name}")
+        check("f.json" in got and "f.2.json" in got, f"fork without %p: files {got}")
 
 
 def check_setuid(static_program):

@@ -4,7 +4,8 @@
  *   profile-program pools N   N pools one after another, each runs the work, destroyed
  *   profile-program exit      one pool that runs the work and is never destroyed
  *   profile-program fork      a pool runs the work; then in a child process, after the
- *                             parent destroyed its pool, another pool runs the work
+ *                             parent destroyed its pool, another pool runs the work;
+ *                             then, the child gone, a second pool of the parent's
  * The work: fork-join fib(16) through heist_run, 200 submitted tasks waited on, and a
  * heist_for_each over 10,000 indices. Exits 1 if any answer is wrong. */
 #include <stdatomic.h>
@@ -123,6 +124,10 @@ forked(void)
 	int status;
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 		bad = 1;
+	/* The parent's second pool: its report must not replace the child's. */
+	heist_pool *second = make_pool();
+	bad |= work(second);
+	heist_pool_destroy(second);
 	return bad;
 }
 
