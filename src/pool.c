@@ -70,8 +70,6 @@ register_pool(struct heist_pool *pool, const struct report *report)
 {
 	if (report)
 		heist__once(&report_at_exit_once, register_report_at_exit);
-	/* The registry is what a child process needs whole (inherit.h). */
-	heist__inherit_init(lock_registry, unlock_registry);
 	heist__mutex_lock(&registry_lock);
 	pool->next_live = registry;
 	registry = pool;
@@ -359,6 +357,10 @@ create(heist_pool **out, const struct heist_config *cfg)
 		heist__topology_free(topo);
 		return ENOMEM;
 	}
+	/* The registry is what a child process needs whole (inherit.h). Before the
+	 * report takes its number, which a child forked from here on must not share
+	 * (report.c counts per fork generation). */
+	heist__inherit_init(lock_registry, unlock_registry);
 	bool nomem;
 	struct report *report = heist__report_new(&files, cfg, &nomem);
 	if (nomem) {

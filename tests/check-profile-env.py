@@ -114,12 +114,20 @@ def check_fork(program):
         run([program, "fork"], {"HEIST_PROFILE": f"{d}/f.json"}, "fork without %p")
         got = files(d)
         check(len(got) == 3, f"fork without %p: files {got}, want one per pool")
-        for name in got:
-            r = check_report(f"{d}/{name}", f"fork without %p: {name}")
-            if r and name not in ("f.json", "f.2.json"):
-                check(name == f"f-{r['pid']}.json" and r["pool"] == 1,
-                      f"fork without %p: the child's pool {r['pool']} in {name}")
-        check("f.json" in got and "f.2.json" in got, f"fork without %p: files {got}")
+        reports = {name: check_report(f"{d}/{name}", f"fork without %p: {name}")
+                   for name in got}
+        parent = [reports.get(n) for n in ("f.json", "f.2.json")]
+        check(all(parent), f"fork without %p: files {got}, want f.json and f.2.json")
+        if all(parent):
+            check([r["pool"] for r in parent] == [1, 2] and
+                  parent[0]["pid"] == parent[1]["pid"],
+                  f"fork without %p: the parent's files {[(r['pid'], r['pool']) for r in parent]}")
+            for name, r in reports.items():
+                if r and name not in ("f.json", "f.2.json"):
+                    check(r["pid"] != parent[0]["pid"] and
+                          name == f"f-{r['pid']}.json" and r["pool"] == 1,
+                          f"fork without %p: the child's pool {r['pool']} "
+                          f"(pid {r['pid']}) in {name}")
 
 
 def check_setuid(static_program):

@@ -179,9 +179,11 @@ enum heist_pin {
  *   ".3", and so on. Each file is written whole (beside its name, then renamed); a
  *   forked child writes only the pools it made, numbered from 1 in it, and where file
  *   has no %p its names carry its pid ("-pid" before the extension: out-4242.json,
- *   out-4242.2.json), so that they never replace its parent's (a process forked
- *   before it, or its parent, first used heist is a program of its own: use %p).
- *   One that cannot be written gets one line on stderr. A report written at exit while tasks still run is a snapshot (profile.h).
+ *   out-4242.2.json), so that they do not replace its parent's. A child forked
+ *   before its parent (or an ancestor) made its first pool, or a program it execs,
+ *   names its files as a separate program would: give such programs %p. One that
+ *   cannot be written gets one line on stderr. A report written at exit while tasks
+ *   still run is a snapshot (profile.h).
  * - HEIST_PROFILE_EVERY=n (1 to 1048576): profile_every, with HEIST_PROFILE or
  *   HEIST_TRACE. Unset, a pool that they turned profile on for records one task in
  *   4 (measured: every task costs W8 12% on 2 workers, one in 4 costs 5%); a pool
