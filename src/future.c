@@ -24,10 +24,9 @@
 HEIST__TLS const struct heist__job_frame *heist__job_frames;
 #endif
 
-struct heist_future *
-heist__job_new(heist_fn fn, void *arg, bool with_future)
+static inline struct heist_future *
+job_init(struct heist_future *j, heist_fn fn, void *arg, bool with_future)
 {
-	struct heist_future *j = heist__record_alloc();
 	if (!j)
 		return NULL;
 	j->task.fn = fn;
@@ -42,6 +41,25 @@ heist__job_new(heist_fn fn, void *arg, bool with_future)
 	atomic_init(&j->runner, NULL);
 	j->token = NULL;
 	atomic_init(&j->thens, NULL);
+	return j;
+}
+
+struct heist_future *
+heist__job_new(heist_fn fn, void *arg, bool with_future)
+{
+	return job_init(heist__record_alloc(), fn, arg, with_future);
+}
+
+struct heist_future *
+heist__job_new_waiting(struct heist_pool *pool, heist_fn fn, void *arg, bool with_future)
+{
+	struct heist_future *j = job_init(heist__record_alloc_wide(), fn, arg, with_future);
+	if (!j)
+		return NULL;
+	j->task.pool = pool;
+	/* relaxed: as heist__job_set_flag, before anyone can see j. */
+	atomic_store_explicit(&j->refs, (with_future ? 1 + REF_USER : 1) | REF_UNQUEUED | REF_DEPS,
+			      memory_order_relaxed);
 	return j;
 }
 
@@ -129,25 +147,8 @@ fire_list(struct heist_future *j, const struct heist__then *mine)
 }
 
 bool
-heist__job_then(struct heist_future *j, struct heist__then *node)
+heist__job_then_final(struct heist_future *j, struct heist__then *node)
 {
-	/* acquire on the load and on failure: a CLOSED list means the job is final,
-	 * and its final state (stored before the close, release) must be visible to
-	 * the caller, which then fires node itself. seq_cst on success: the push of
-	 * the Dekker pair above; it also releases node's fields to whoever fires it. */
-	struct heist__then *head = atomic_load_explicit(&j->thens, memory_order_acquire);
-	do {
-		if (head == THENS_CLOSED)
-			return false;
-		node->next = head;
-	} while (!atomic_compare_exchange_weak_explicit(&j->thens, &head, node,
-							memory_order_seq_cst,
-							memory_order_acquire));
-	/* seq_cst: the pusher's load of the pair. Final: its finisher may have seen the
-	 * list empty, so it is ours to fire; node, if still in it, the caller's. */
-	uint32_t s = atomic_load_explicit(&j->state, memory_order_seq_cst);
-	if ((s & FUT_MASK) < FUT_DONE)
-		return true;
 	return !fire_list(j, node);
 }
 

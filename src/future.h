@@ -161,6 +161,22 @@ heist__job_frames_set(const struct heist__job_frame *f)
 /* A queued job with refs = 1 (the pool's) + 1 if with_future. NULL: out of memory. */
 struct heist_future *heist__job_new(heist_fn fn, void *arg, bool with_future);
 
+/* The same for pool, not runnable yet and waiting for other jobs (REF_UNQUEUED |
+ * REF_DEPS), in a wide record (record.h): its inline_copy goes on for JOB_WIDE_BYTES,
+ * which only its maker uses (what it waits for, then.c), through heist__job_wide. */
+struct heist_future *heist__job_new_waiting(struct heist_pool *pool, heist_fn fn, void *arg,
+					    bool with_future);
+
+enum { JOB_WIDE_BYTES = WIDE_RECORD_BYTES - offsetof(struct heist_future, inline_copy) };
+
+/* The bytes of a wide job from its inline_copy on, JOB_WIDE_BYTES of them (a pointer
+ * into the record, not the array, which is shorter). */
+static inline unsigned char *
+heist__job_wide(struct heist_future *j)
+{
+	return (unsigned char *)j + offsetof(struct heist_future, inline_copy);
+}
+
 /* Copy size bytes of arg into the job (inline or in one allocation) and point its
  * argument at the copy. Returns 0 or ENOMEM. */
 int heist__job_copy_arg(struct heist_future *j, const void *arg, size_t size);
@@ -280,11 +296,38 @@ void heist__job_forgo(struct heist_future *j, int r);
  * reference): run what waits for that (struct heist__then). future.c. */
 void heist__job_finalized(struct heist_future *j);
 
+/* heist__job_then found j final after linking node: take j's list and fire it but
+ * node; whether node was not in it (fired by another already). future.c. */
+bool heist__job_then_final(struct heist_future *j, struct heist__then *node);
+
 /* Have node fired when j is final. Returns false if j is final already (node not
  * linked, or taken back): then the caller fires it itself, or does what firing
  * would do. In that case the call may fire other nodes of j's list too. Once it
- * returns true, node may be fired (and gone) at any moment. */
-bool heist__job_then(struct heist_future *j, struct heist__then *node);
+ * returns true, node may be fired (and gone) at any moment. Inline: a dependent
+ * task links one node per input. The list and the final state are a Dekker pair
+ * (future.c, fire_list and finalized). */
+static inline bool
+heist__job_then(struct heist_future *j, struct heist__then *node)
+{
+	/* acquire on the load and on failure: a CLOSED list means the job is final,
+	 * and its final state (stored before the close, release) must be visible to
+	 * the caller, which then fires node itself. seq_cst on success: the push of
+	 * the Dekker pair; it also releases node's fields to whoever fires it. */
+	struct heist__then *head = atomic_load_explicit(&j->thens, memory_order_acquire);
+	do {
+		if (head == THENS_CLOSED)
+			return false;
+		node->next = head;
+	} while (!atomic_compare_exchange_weak_explicit(&j->thens, &head, node,
+							memory_order_seq_cst,
+							memory_order_acquire));
+	/* seq_cst: the pusher's load of the pair. Final: its finisher may have seen the
+	 * list empty, so it is ours to fire; node, if still in it, the caller's. */
+	uint32_t s = atomic_load_explicit(&j->state, memory_order_seq_cst);
+	if ((s & FUT_MASK) < FUT_DONE)
+		return true;
+	return heist__job_then_final(j, node);
+}
 
 /* For a waiter of j that may not run yet (REF_DEPS): call each(ctx, d) for every job
  * d not yet final that j waits for (a continuation's antecedent, a when_all's inputs),

@@ -2,13 +2,15 @@
 /* record.c - per-thread record caches. The owning thread allocates from its local
  * free list; any other thread frees by pushing onto the owner's remote stack (a
  * Treiber stack that the owner empties with one exchange, so there is no ABA),
- * OUT_BATCH records at a time: a thread holds what it freed of one other cache until
- * it has that many, frees one of another cache, trims or exits. When the owner exits,
+ * OUT_BATCH records at a time: a thread holds what it freed of one other cache (and
+ * of one other cache of wide records) until it has that many, frees one of another
+ * cache of that size, trims or exits. When the owner exits,
  * the stack is sealed with ORPHANED: records that come back later only count down,
  * and the last one frees the cache. Records are carved from slabs of
  * SLAB_BYTES, aligned to their size so that a record's slab is its address rounded
  * down, so even a thread whose tasks in flight reach a new high calls malloc once per
- * SLAB_RECORDS of them. Slabs are pages from the system (pages.h), given back when
+ * slab of them. A thread has a cache of records and, once it asks for one, a cache of
+ * wide records beside it (record.h), each with slabs of its own. Slabs are pages from the system (pages.h), given back when
  * freed. The high-water mark: heist__record_trim, on the owner at a
  * quiet moment (after a burst drained: heist_pool_wait_idle, heist_pool_destroy, a
  * worker going to sleep), frees every slab whose records are all home but KEEP_SLABS;
@@ -48,44 +50,42 @@ enum {
 #ifdef RECORDS_POISONED
 #include <sanitizer/asan_interface.h>
 /* All but the free list's link, which a free record keeps in its first bytes. */
-#define POISON(r) ASAN_POISON_MEMORY_REGION((r)->body + LINK_BYTES, RECORD_BYTES - LINK_BYTES)
-#define UNPOISON(r) ASAN_UNPOISON_MEMORY_REGION((r)->body, RECORD_BYTES)
-#define IS_POISONED(r) __asan_address_is_poisoned((r)->body + LINK_BYTES)
+#define POISON(c, r) ASAN_POISON_MEMORY_REGION((unsigned char *)(r) + LINK_BYTES, \
+					   (c)->bytes - LINK_BYTES)
+#define UNPOISON(c, r) ASAN_UNPOISON_MEMORY_REGION((r), (c)->bytes)
+#define UNPOISON_SLAB(s) ASAN_UNPOISON_MEMORY_REGION((s), SLAB_BYTES)
+#define IS_POISONED(r) __asan_address_is_poisoned((unsigned char *)(r) + LINK_BYTES)
 #else
-#define POISON(r) ((void)(r))
-#define UNPOISON(r) ((void)(r))
+#define POISON(c, r) ((void)(c), (void)(r))
+#define UNPOISON(c, r) ((void)(c), (void)(r))
+#define UNPOISON_SLAB(s) ((void)(s))
 #define IS_POISONED(r) ((void)(r), 0)
 #endif
 
 struct cache;
 
-/* A record is its body alone, aligned to its size: whole cache lines, none shared with
- * another record (which another thread may be writing). Free, it keeps the free
- * list's link in its first bytes; its cache is its slab's. */
+/* A record is its cache's size (RECORD_BYTES or WIDE_RECORD_BYTES), aligned to it:
+ * whole cache lines, none shared with another record (which another thread may be
+ * writing). Free, it keeps the free list's link in its first bytes; its cache is its
+ * slab's. */
 struct record {
-	union {
-		struct record *next;	/* while free */
-		_Alignas(RECORD_BYTES) unsigned char body[RECORD_BYTES];
-	};
+	struct record *next;	/* while free */
 };
 enum { LINK_BYTES = sizeof(struct record *) };
 
-/* A slab's first record's place holds its header. */
+/* A slab's first record's place holds its header; its records follow, each the
+ * cache's size. */
 struct slab {
-	union {
-		struct {
-			struct slab *next;
-			struct cache *cache;	/* whose records these are */
-			long home;	/* heist__record_trim's count of its records home */
-		};
-		struct record header;
-	};
-	struct record rec[];	/* SLAB_RECORDS */
+	struct slab *next;
+	struct cache *cache;	/* whose records these are */
+	long home;		/* heist__record_trim's count of its records home */
 };
 
-#define SLAB_RECORDS (SLAB_BYTES / sizeof(struct record) - 1)
-static_assert(sizeof(struct record) == RECORD_BYTES, "a record is its body");
-static_assert(sizeof(struct slab) == RECORD_BYTES, "a slab's header takes one record");
+static_assert(sizeof(struct slab) <= RECORD_BYTES, "a slab's header takes one record");
+static_assert((RECORD_BYTES & (RECORD_BYTES - 1)) == 0 &&
+	      (WIDE_RECORD_BYTES & (WIDE_RECORD_BYTES - 1)) == 0 &&
+	      RECORD_BYTES >= 64 && WIDE_RECORD_BYTES <= SLAB_BYTES / 2,
+	      "records of whole cache lines, aligned to their size, in slabs");
 
 static struct slab *
 slab_of(struct record *r)
@@ -102,8 +102,7 @@ home_of(struct record *r)
 static void
 slab_free(struct slab *slab)
 {
-	for (size_t i = 0; i < SLAB_RECORDS; i++)
-		UNPOISON(&slab->rec[i]);
+	UNPOISON_SLAB(slab);
 	heist__pages_free(slab, SLAB_BYTES);
 }
 
@@ -113,19 +112,29 @@ struct cache {
 	struct record *local;			/* owner only */
 	struct slab *slabs;			/* owner only until orphaned */
 	long total;				/* records carved from the slabs */
+	size_t bytes;				/* of each record */
+	/* The thread's cache of wide records, made at its first wide record, or NULL;
+	 * in the cache of (narrow) records only. Owner only. */
+	struct cache *wide;
 	/* Other threads push freed records here; the owner takes them all. */
 	struct record *_Atomic remote;
 	/* After ORPHANED: records still out; whoever brings it to 0 frees the cache. */
 	_Atomic long outstanding;
 };
 
-/* A thread's records of another cache, home, that it freed and holds. In TLS, not in
- * a cache: a thread that only frees needs no cache (nor leaves one behind, where a
- * process exits with its workers still running). */
-struct held {
+/* A thread's records of another cache, home, that it freed and holds: a lane for a
+ * cache of records, one for a cache of wide records (a job and the dependent task it
+ * ends may be of either, and of one thread). In TLS, not in a cache: a thread that
+ * only frees needs no cache (nor leaves one behind, where a process exits with its
+ * workers still running). */
+struct held_lane {
 	struct cache *home;
 	struct record *head, *tail;
 	unsigned n;
+};
+
+struct held {
+	struct held_lane lane[2];	/* [lane_of(home)] */
 	bool keyed;		/* held_key's destructor sends them home at exit */
 	bool gone;		/* that destructor ran: later frees push at once
 				   (a later key's destructor may free records) */
@@ -224,17 +233,31 @@ push_one(struct cache *c, struct record *r)
 	push_remote(c, r, r, 1);
 }
 
-/* Send the records h holds to their home. Out of line: heist__record_free calls it once
- * in OUT_BATCH, and inlined it would make every free save and restore registers. */
+static unsigned
+lane_of(const struct cache *c)
+{
+	return c->bytes != RECORD_BYTES;
+}
+
+/* Send the records a lane holds to their home. Out of line: heist__record_free calls it
+ * once in OUT_BATCH, and inlined it would make every free save and restore registers. */
 static noinline void
+send_lane(struct held_lane *l)
+{
+	if (!l->n)
+		return;
+	push_remote(l->home, l->head, l->tail, l->n);
+	l->home = NULL;
+	l->head = l->tail = NULL;
+	l->n = 0;
+}
+
+/* Send all the records h holds to their homes. */
+static void
 send_held(struct held *h)
 {
-	if (!h->n)
-		return;
-	push_remote(h->home, h->head, h->tail, h->n);
-	h->home = NULL;
-	h->head = h->tail = NULL;
-	h->n = 0;
+	send_lane(&h->lane[0]);
+	send_lane(&h->lane[1]);
 }
 
 static void
@@ -251,17 +274,33 @@ held_exit(void *p)
 #endif
 }
 
-static void
-cache_exit(void *p)
+/* Records of c's size that fill a slab after its header. */
+static long
+slab_records(const struct cache *c)
 {
-	struct cache *c = p;
-	cache_set_mine(NULL);	/* a record freed later goes home as another's */
+	return (long)(SLAB_BYTES / c->bytes) - 1;
+}
+
+/* c's thread exits: records that come home later only count down. */
+static void
+cache_seal(struct cache *c)
+{
 	/* acquire: pairs with the release CAS of remote frees, so their records'
 	 * contents are ours to free. */
 	struct record *r = atomic_exchange_explicit(&c->remote, ORPHANED, memory_order_acquire);
 	long home = list_length(r) + list_length(c->local);
 	c->local = NULL;
 	cache_release(c, c->total - home);	/* the records still out */
+}
+
+static void
+cache_exit(void *p)
+{
+	struct cache *c = p;
+	cache_set_mine(NULL);	/* a record freed later goes home as another's */
+	if (c->wide)
+		cache_seal(c->wide);	/* before c, which may go at once */
+	cache_seal(c);
 }
 
 /* Whether cache_key exists: without it a thread's cache could not be freed when the
@@ -311,6 +350,18 @@ start_holding(struct held *h)
 }
 
 static struct cache *
+cache_new(size_t bytes)
+{
+	struct cache *c = heist__calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->bytes = bytes;
+	atomic_init(&c->remote, NULL);
+	atomic_init(&c->outstanding, 0);
+	return c;
+}
+
+static struct cache *
 cache_get(void)
 {
 	struct cache *c = cache_mine();
@@ -319,11 +370,9 @@ cache_get(void)
 	heist__once(&cache_key_once, make_key);
 	if (!cache_key_made)
 		return NULL;
-	c = heist__calloc(1, sizeof(*c));
+	c = cache_new(RECORD_BYTES);
 	if (!c)
 		return NULL;
-	atomic_init(&c->remote, NULL);
-	atomic_init(&c->outstanding, 0);
 	if (!cache_set_mine(c)) {
 		free(c);
 		return NULL;
@@ -336,34 +385,68 @@ cache_get(void)
 	return c;
 }
 
-void *
-heist__record_alloc(void)
+/* A new slab's records, linked; NULL when out of memory. */
+static noinline struct record *
+carve(struct cache *c)
 {
-	struct cache *c = cache_get();
-	if (!c)
+	struct slab *slab = heist__pages_alloc(SLAB_BYTES, SLAB_BYTES);
+	if (!slab)
 		return NULL;
+	slab->next = c->slabs;
+	slab->cache = c;
+	c->slabs = slab;
+	long n = slab_records(c);
+	c->total += n;
+	struct record *r = NULL;
+	for (long i = n; i > 0; i--) {
+		struct record *x = (struct record *)(void *)((unsigned char *)slab +
+							     (size_t)i * c->bytes);
+		x->next = r;
+		r = x;
+		POISON(c, r);
+	}
+	return r;
+}
+
+static inline void *
+alloc_from(struct cache *c)
+{
 	struct record *r = c->local;
 	if (!r) {
 		/* acquire: pairs with the release CAS in heist__record_free. */
 		r = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
 	}
-	if (!r) {
-		struct slab *slab = heist__pages_alloc(SLAB_BYTES, SLAB_BYTES);
-		if (!slab)
-			return NULL;
-		slab->next = c->slabs;
-		slab->cache = c;
-		c->slabs = slab;
-		c->total += (long)SLAB_RECORDS;
-		for (size_t i = SLAB_RECORDS; i-- > 0;) {
-			slab->rec[i].next = r;
-			r = &slab->rec[i];
-			POISON(r);
-		}
-	}
+	if (!r && !(r = carve(c)))
+		return NULL;
 	c->local = r->next;
-	UNPOISON(r);
-	return r->body;
+	UNPOISON(c, r);
+	return r;
+}
+
+void *
+heist__record_alloc(void)
+{
+	struct cache *c = cache_get();
+	return c ? alloc_from(c) : NULL;
+}
+
+/* c's cache of wide records, made now; NULL when out of memory. */
+static noinline struct cache *
+wide_new(struct cache *c)
+{
+	return c->wide = cache_new(WIDE_RECORD_BYTES);
+}
+
+void *
+heist__record_alloc_wide(void)
+{
+	struct cache *c = cache_get();
+	if (!c)
+		return NULL;
+	struct cache *w = c->wide;
+	if (!w && !(w = wide_new(c)))
+		return NULL;
+	return alloc_from(w);
 }
 
 static void
@@ -373,23 +456,32 @@ freed_twice(void *p)
 	abort();
 }
 
-/* Free r, of another cache c, with what h (held_mine) holds: start holding, or push. */
+/* Free r, of a cache c other than this thread's cache of records, with what h
+ * (held_mine) holds: home, if c is this thread's cache of wide records; else start
+ * holding, or push. */
 static noinline void
 free_elsewhere(struct held *h, struct cache *c, struct record *r)
 {
+	struct cache *mine = cache_mine();
+	if (mine && c == mine->wide) {
+		r->next = c->local;
+		c->local = r;
+		return;
+	}
 	if (!h->keyed && !(h = start_holding(h))) {
 		push_one(c, r);
 		return;
 	}
-	if (h->home != c) {
-		send_held(h);
-		h->home = c;
-		h->tail = r;
+	struct held_lane *l = &h->lane[lane_of(c)];
+	if (l->home != c) {
+		send_lane(l);
+		l->home = c;
+		l->tail = r;
 	}
-	r->next = h->head;
-	h->head = r;
-	if (++h->n == OUT_BATCH)
-		send_held(h);
+	r->next = l->head;
+	l->head = r;
+	if (++l->n == OUT_BATCH)
+		send_lane(l);
 }
 
 void
@@ -400,8 +492,8 @@ heist__record_free(void *p)
 	struct record *r = p;
 	if (IS_POISONED(r))
 		freed_twice(p);
-	POISON(r);
 	struct cache *c = home_of(r);
+	POISON(c, r);
 	if (c == cache_mine()) {
 		r->next = c->local;
 		c->local = r;
@@ -409,12 +501,16 @@ heist__record_free(void *p)
 	}
 	/* Another cache's: held, and pushed there OUT_BATCH at a time, so that the
 	 * threads that finish another thread's jobs do not all CAS its stack for each
-	 * one. The common case here, the rest out of line (no registers to save). */
+	 * one. The common case here, the rest out of line (no registers to save). A
+	 * cache is held in one lane only (lane_of), and an unkeyed h holds none. */
 	struct held *h = held_mine();
-	if (h->keyed && h->home == c && h->n < OUT_BATCH - 1) {
-		r->next = h->head;
-		h->head = r;
-		h->n++;
+	struct held_lane *l = h->lane[0].home == c   ? &h->lane[0]
+			      : h->lane[1].home == c ? &h->lane[1]
+						     : NULL;
+	if (l && l->n < OUT_BATCH - 1) {
+		r->next = l->head;
+		l->head = r;
+		l->n++;
 		return;
 	}
 	free_elsewhere(h, c, r);
@@ -432,7 +528,7 @@ mark_free_slabs(struct cache *c)
 	unsigned kept = 0;
 	bool any = false;
 	for (struct slab *s = c->slabs; s; s = s->next) {
-		if (s->home == (long)SLAB_RECORDS && kept++ >= KEEP_SLABS) {
+		if (s->home == slab_records(c) && kept++ >= KEEP_SLABS) {
 			s->home = -1;
 			any = true;
 		}
@@ -440,12 +536,11 @@ mark_free_slabs(struct cache *c)
 	return any;
 }
 
-void
-heist__record_trim(void)
+/* Free c's slabs whose records are all home, but KEEP_SLABS of them. Owner only. */
+static void
+trim(struct cache *c)
 {
-	send_held(held_mine());	/* what we hold of others' goes home too */
-	struct cache *c = cache_mine();
-	if (!c || c->total <= (long)(KEEP_SLABS * SLAB_RECORDS))
+	if (c->total <= KEEP_SLABS * slab_records(c))
 		return;
 	/* acquire: pairs with the release CAS in heist__record_free, so the records
 	 * freed elsewhere are ours to count and unlink. Only the owner (we) seals the
@@ -470,10 +565,22 @@ heist__record_trim(void)
 		struct slab *s = *p;
 		if (s->home < 0) {
 			*p = s->next;
-			c->total -= (long)SLAB_RECORDS;
+			c->total -= slab_records(c);
 			slab_free(s);
 		} else {
 			p = &s->next;
 		}
 	}
+}
+
+void
+heist__record_trim(void)
+{
+	send_held(held_mine());	/* what we hold of others' goes home too */
+	struct cache *c = cache_mine();
+	if (!c)
+		return;
+	trim(c);
+	if (c->wide)
+		trim(c->wide);
 }

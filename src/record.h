@@ -7,17 +7,21 @@
 #ifndef HEIST_RECORD_H
 #define HEIST_RECORD_H
 
-enum { RECORD_BYTES = 128 };
+/* A record: a job (future.h). A wide record: a job that keeps more in it (a dependent
+ * task's inputs, then.c); a cache of its own, so that other jobs stay two lines. */
+enum { RECORD_BYTES = 128, WIDE_RECORD_BYTES = 256 };
 
-/* RECORD_BYTES of memory aligned to 16, or NULL when out of memory. */
+/* RECORD_BYTES of memory aligned to its size, or NULL when out of memory. */
 void *heist__record_alloc(void);
-/* Any thread. A record of another thread's cache may wait on this thread, with up to
- * 31 more of that cache, until this thread frees one of another cache, trims or
- * exits. */
+/* WIDE_RECORD_BYTES of memory aligned to its size, or NULL when out of memory. */
+void *heist__record_alloc_wide(void);
+/* Any thread, a record of either size. A record of another thread's cache may wait
+ * on this thread, with up to 31 more of that cache, until this thread frees one of
+ * another cache of that size, trims or exits. */
 void heist__record_free(void *p);
-/* On the calling thread's cache, after a burst: send the records of other caches it
+/* On the calling thread's caches, after a burst: send the records of other caches it
  * holds to their homes, take the records freed elsewhere home
- * and free every slab whose records are all home, but a reserve of one (256 KiB),
+ * and free every slab whose records are all home, but a reserve of one (256 KiB) each,
  * giving its pages back to the system.
  * O(records at home + slabs): for quiet moments, not for the submit path. */
 void heist__record_trim(void);

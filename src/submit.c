@@ -459,12 +459,6 @@ heist_submit(heist_pool *pool, heist_fn fn, void *arg, heist_future **out)
 	return heist__submit_new(pool, fn, arg, NULL, HEIST_PRIORITY_NORMAL, out);
 }
 
-bool
-heist__priority_valid(int priority)
-{
-	return priority >= HEIST_PRIORITY_LOW && priority <= HEIST_PRIORITY_HIGH;
-}
-
 HEIST_EXPORT int
 heist_submit_priority(heist_pool *pool, int priority, heist_fn fn, void *arg,
 		      heist_future **out)

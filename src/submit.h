@@ -65,6 +65,10 @@ int heist__submit_new(heist_pool *pool, heist_fn fn, void *arg, heist_cancel *to
 		      int priority, heist_future **out);
 
 /* Whether priority is one of enum heist_priority's. */
-bool heist__priority_valid(int priority);
+static inline bool
+heist__priority_valid(int priority)
+{
+	return priority >= HEIST_PRIORITY_LOW && priority <= HEIST_PRIORITY_HIGH;
+}
 
 #endif

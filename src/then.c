@@ -72,16 +72,18 @@ abandon(struct heist_future *j)
  * reader, lets them go (lease_done). */
 #define LEASE_OPEN ((uint32_t)1 << 31)
 
-/* Try to become a reader. relaxed: the jobs are let go only by the read-modify-write
- * that brings the word to 0 (acq_rel, lease_return), after our own return (release)
- * in the word's order, so every read we make in between comes before it; what we
- * read was set before J could be seen, and reached us with J's future. */
+/* Try to become a reader. The jobs are let go only by the read-modify-write that
+ * brings the word to 0 (acq_rel, lease_return), after our own return (release) in
+ * the word's order, so every read we make in between comes before it; what we read
+ * was set before J could be seen, and reached us with J's future. seq_cst on
+ * success: the reader's side of the Dekker pair with an inline table's firer
+ * (inline_fired), whose input we may read next; relaxed otherwise. */
 static bool
 lease_borrow(_Atomic uint32_t *lease)
 {
 	uint32_t v = atomic_load_explicit(lease, memory_order_relaxed);
 	while (v & LEASE_OPEN)
-		if (atomic_compare_exchange_weak_explicit(lease, &v, v + 1, memory_order_relaxed,
+		if (atomic_compare_exchange_weak_explicit(lease, &v, v + 1, memory_order_seq_cst,
 							  memory_order_relaxed))
 			return true;
 	return false;
@@ -446,6 +448,207 @@ all_link(struct all *a, struct heist_future *j, heist_future *const *fs, size_t 
 	return all_count_down(a);	/* the setup's own count */
 }
 
+/* ---- up to three inputs, in the waiting job's own record ---- */
+
+/* A when_all future W or a dependent task D of at most INLINE_INPUTS inputs, outside a
+ * group, keeps its wait in its own inline_copy instead of a table in another record,
+ * and holds no reference to its inputs: each input's node notes its result when it
+ * fires, and the last to fire settles W or D as the table would. Its waiters may still
+ * read the inputs (heist__job_each_dep): a Dekker pair between the reader's borrow of
+ * the lease and the firer's mark on its slot tells the firer when one may be reading
+ * it, and the firer then takes a reference for the reader, let go with the lease. */
+enum { INLINE_INPUTS = 3 };	/* as many as inline_link names fires for */
+
+#define INPUT_HELD ((uintptr_t)1)	/* a fired input's reference, for its readers */
+
+struct inline_input {
+	struct heist__then node;
+	/* The input until it fires; then 0, or the input | INPUT_HELD if a waiter may
+	 * have been reading it: a counted reference, released when the lease ends. */
+	_Atomic uintptr_t f;
+};
+
+/* in[0].node first: its fire (inline_fire0) tells heist__job_each_dep the kind. */
+struct inline_all {
+	struct inline_input in[INLINE_INPUTS];
+	/* The failed input first in array order: (INLINE_INPUTS - index) << 32 | its
+	 * result, the largest of the failures noted; 0 if none. */
+	_Atomic uint64_t first_error;
+	_Atomic uint32_t left;	/* inputs not fired, + 1 while the setup runs */
+	_Atomic uint32_t lease;
+	_Atomic bool held;	/* a slot is INPUT_HELD */
+	uint16_t n;
+	uint16_t flags;		/* D's heist_after.flags */
+};
+static_assert(sizeof(struct inline_all) <= JOB_WIDE_BYTES, "a dependent's inputs in its record");
+
+/* In a wide record (heist__job_new_waiting), from its inline_copy on. */
+static struct inline_all *
+inline_all(struct heist_future *j)
+{
+	return (struct inline_all *)(void *)heist__job_wide(j);
+}
+
+/* Input i's result r is not 0: keep it if no input before i failed. relaxed: the count
+ * down after it publishes it to the one who settles. */
+static void
+note_error(struct inline_all *t, unsigned i, int r)
+{
+	uint64_t mine = (uint64_t)(INLINE_INPUTS - i) << 32 | (uint32_t)r;
+	uint64_t e = atomic_load_explicit(&t->first_error, memory_order_relaxed);
+	while (mine > e && !atomic_compare_exchange_weak_explicit(&t->first_error, &e, mine,
+								   memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+}
+
+/* The lease is over: let go the references taken for readers. relaxed: as below. */
+static noinline void
+inline_let_go(struct inline_all *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		/* relaxed: the lease's acq_rel read-modify-writes order the stores. */
+		uintptr_t p = atomic_load_explicit(&t->in[i].f, memory_order_relaxed);
+		if (p & INPUT_HELD)
+			heist__job_release((struct heist_future *)(p & ~INPUT_HELD));
+	}
+}
+
+/* Every input fired: the first failed input's result, or 0; the lease closed. The
+ * caller made the last count down. */
+static inline int
+inline_close(struct inline_all *t)
+{
+	/* relaxed: the last count down's acquire saw every firer's note. */
+	uint64_t e = atomic_load_explicit(&t->first_error, memory_order_relaxed);
+	if (lease_return(&t->lease, LEASE_OPEN) &&
+	    atomic_load_explicit(&t->held, memory_order_relaxed))
+		inline_let_go(t);
+	return (int)(uint32_t)e;	/* 0 if none failed */
+}
+
+/* Every input fired: settle j (W or D) as all_complete would. Out of line: the last
+ * firer's tail, which the others' fast path should not make room for. */
+static noinline void
+inline_settle(struct heist_future *j)
+{
+	struct inline_all *t = inline_all(j);
+	int r = inline_close(t);
+	if (j->task.fn) {
+		after_ready(j, r, t->flags);
+		return;
+	}
+	heist__job_complete(j, r);	/* unless W's own future cancelled it */
+	heist__job_release(j);
+}
+
+/* Input i, f, is final (fired, or found final at the link): f is alive meanwhile.
+ * Inline: each slot's fire is this with its i. */
+static inline void
+inline_fired(struct heist_future *j, unsigned i, struct heist_future *f)
+{
+	struct inline_all *t = inline_all(j);
+	int r = final_result(f);
+	if (r)
+		note_error(t, i, r);
+	/* seq_cst, store and load: the firer's side of a Dekker pair with the reader's
+	 * borrow (lease_borrow, seq_cst) and its load of the slot (seq_cst). Either the
+	 * reader sees the slot empty, or we see it reading and keep f for it. A
+	 * reader that returned already is done with f: our acquire saw its release. */
+	atomic_store_explicit(&t->in[i].f, 0, memory_order_seq_cst);
+	if (atomic_load_explicit(&t->lease, memory_order_seq_cst) != LEASE_OPEN) {
+		heist__job_ref(f);
+		/* relaxed: read only once the lease is over, after our count down. */
+		atomic_store_explicit(&t->in[i].f, (uintptr_t)f | INPUT_HELD,
+				      memory_order_relaxed);
+		atomic_store_explicit(&t->held, true, memory_order_relaxed);
+	}
+	/* acq_rel: the last to count down sees every firer's note and slot. */
+	if (atomic_fetch_sub_explicit(&t->left, 1, memory_order_acq_rel) == 1)
+		inline_settle(j);
+}
+
+static struct heist_future *
+inline_job(struct heist__then *n, unsigned i)
+{
+	struct inline_input *in = (struct inline_input *)(void *)n - i;
+	return cont_job(&in->node);	/* in[0] is where a struct cont's node would be */
+}
+
+/* Input 0, 1 or 2 fired: which slot a node is, its fire says. */
+static void
+inline_fire0(struct heist__then *n, struct heist_future *f)
+{
+	inline_fired(inline_job(n, 0), 0, f);
+}
+
+static void
+inline_fire1(struct heist__then *n, struct heist_future *f)
+{
+	inline_fired(inline_job(n, 1), 1, f);
+}
+
+static void
+inline_fire2(struct heist__then *n, struct heist_future *f)
+{
+	inline_fired(inline_job(n, 2), 2, f);
+}
+
+/* Input i, f, was final when linked: what its firer would have done. Never the last
+ * count down (the setup holds one). Out of line: rare. */
+static noinline void
+inline_found_final(struct heist_future *j, unsigned i, struct heist_future *f)
+{
+	inline_fired(j, i, f);
+}
+
+/* Hang j's inputs on the n inputs (n <= INLINE_INPUTS); returns whether the setup's
+ * own count down was the last (every input was final already): then settling is the
+ * caller's. j holds the caller's counted reference until it is settled. Nobody but
+ * the firers sees j meanwhile (not in a group). */
+static inline bool
+inline_link(struct heist_future *j, heist_future *const *fs, size_t n, uint32_t flags)
+{
+	struct inline_all *t = inline_all(j);
+	/* in[0]'s fire: the kind, even with no input. */
+	t->in[0].node.fire = inline_fire0;
+	t->in[1].node.fire = inline_fire1;
+	t->in[2].node.fire = inline_fire2;
+	atomic_init(&t->first_error, 0);
+	atomic_init(&t->left, (uint32_t)n + 1);
+	atomic_init(&t->lease, LEASE_OPEN);
+	atomic_init(&t->held, false);
+	t->n = (uint16_t)n;
+	t->flags = (uint16_t)flags;
+	/* A slot is set before its node is linked: its firer reads it. */
+	for (size_t i = 0; i < n; i++) {
+		struct heist_future *f = fs[i];
+		atomic_init(&t->in[i].f, (uintptr_t)f);
+		if (!heist__job_then(f, &t->in[i].node))
+			inline_found_final(j, (unsigned)i, f);
+	}
+	/* acq_rel: as inline_fired's. */
+	return atomic_fetch_sub_explicit(&t->left, 1, memory_order_acq_rel) == 1;
+}
+
+/* A waiter's look at j's inputs (heist__job_each_dep). */
+static void
+inline_each(struct heist_future *j, void (*each)(void *ctx, struct heist_future *d), void *ctx)
+{
+	struct inline_all *t = inline_all(j);
+	if (!lease_borrow(&t->lease))
+		return;
+	for (uint32_t i = 0; i < t->n; i++) {
+		/* seq_cst: the reader's load of the pair in inline_fired. Not 0 and not
+		 * held: not fired yet, so alive, and its firer will see our borrow. */
+		uintptr_t p = atomic_load_explicit(&t->in[i].f, memory_order_seq_cst);
+		if (p && !(p & INPUT_HELD) && !heist__job_done((struct heist_future *)p))
+			each(ctx, (struct heist_future *)p);
+	}
+	if (lease_return(&t->lease, 1) && atomic_load_explicit(&t->held, memory_order_relaxed))
+		inline_let_go(t);
+}
+
 static bool
 futures_valid(heist_future *const *fs, size_t n)
 {
@@ -464,7 +667,16 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 		*out = NULL;
 	if (!pool || !out || !futures_valid(fs, n))
 		return EINVAL;
-	struct heist_future *w = heist__job_new(NULL, NULL, true);
+	struct heist_future *w;
+	if (n <= INLINE_INPUTS) {
+		if (!(w = heist__job_new_waiting(pool, NULL, NULL, true)))	/* never runs */
+			return ENOMEM;
+		*out = w;
+		if (inline_link(w, fs, n, 0))
+			inline_settle(w);
+		return 0;
+	}
+	w = heist__job_new(NULL, NULL, true);
 	struct all *a = all_alloc(n);
 	if (!w || !a) {
 		if (a)
@@ -476,25 +688,21 @@ heist_when_all(heist_pool *pool, heist_future *const *fs, size_t n, heist_future
 	w->task.pool = pool;
 	heist__job_set_flag(w, REF_UNQUEUED | REF_DEPS, true);	/* W never runs */
 	*out = w;
+	OWN_FIELDS(struct cont, w)->node.fire = NULL;	/* not inline (heist__job_each_dep) */
 	if (all_link(a, w, fs, n, 0))
 		all_complete(a);
 	return 0;
 }
 
-static int
-after_check(heist_pool **pool, heist_future *const *inputs, size_t n, heist_fn fn,
-	    const struct heist_after *opt)
+/* Whether heist_submit_after's options are valid; a NULL pool becomes the group's. */
+static bool
+after_opt_valid(heist_pool **pool, const struct heist_after *opt)
 {
-	struct heist_after none = {0};
-	if (!opt)
-		opt = &none;
 	if (!*pool && opt->group)
 		*pool = opt->group->pool;
-	if (!*pool || !fn || !futures_valid(inputs, n) || (opt->flags & ~HEIST_AFTER_ALWAYS) ||
-	    (opt->group && (opt->group->pool != *pool || opt->cancel)) ||
-	    !heist__priority_valid(opt->priority))
-		return EINVAL;
-	return 0;
+	return !(opt->flags & ~HEIST_AFTER_ALWAYS) &&
+	       (!opt->group || (opt->group->pool == *pool && !opt->cancel)) &&
+	       heist__priority_valid(opt->priority);
 }
 
 /* D's table settled at the call (every input final): after_at_once. */
@@ -507,45 +715,85 @@ after_settled_at_once(struct heist_future *d, struct all *a, struct heist_group 
 	return after_at_once(d, r, flags, g, out);
 }
 
+/* D's inline table settled at the call: after_at_once, as inline_settle would. */
+static int
+inline_settled_at_once(struct heist_future *d, heist_future **out)
+{
+	struct inline_all *t = inline_all(d);
+	int r = inline_close(t);
+	return after_at_once(d, r, t->flags, NULL, out);
+}
+
+/* What heist_after asks of a new dependent task d, a group's (g) or not. */
+static inline void
+after_options(struct heist_future *d, const struct heist_after *opt, struct heist_group *g)
+{
+	if (g) {
+		heist__group_adopt(g, d);
+	} else if (opt && opt->cancel) {
+		heist__cancel_acquire(opt->cancel);
+		d->token = opt->cancel;
+	}
+	if (opt && opt->priority != HEIST_PRIORITY_NORMAL)
+		heist__job_set_priority(d, opt->priority);	/* over the group's */
+}
+
+/* heist_submit_after of 0, 2 or 3 inputs outside a group: an inline table. */
+static int
+after_inline(heist_pool *pool, heist_future *const *inputs, size_t n, heist_fn fn, void *arg,
+	     const struct heist_after *opt, uint32_t flags, heist_future **out)
+{
+	struct heist_future *d = heist__job_new_waiting(pool, fn, arg, out != NULL);
+	if (!d) {
+		if (out)
+			*out = NULL;
+		return ENOMEM;
+	}
+	after_options(d, opt, NULL);
+	if (out)
+		*out = d;
+	if (!inline_link(d, inputs, n, flags))
+		return 0;
+	return inline_settled_at_once(d, out);
+}
+
 HEIST_EXPORT int
 heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heist_fn fn,
 		   void *arg, const struct heist_after *opt, heist_future **out)
 {
-	if (out)
-		*out = NULL;
-	int err = after_check(&pool, inputs, n, fn, opt);
-	if (err)
-		return err;
+	/* *out is written once: NULL on a failure (here, or after_at_once), else d. */
+	if ((opt && !after_opt_valid(&pool, opt)) || !pool || !fn || !futures_valid(inputs, n)) {
+		if (out)
+			*out = NULL;
+		return EINVAL;
+	}
 	struct heist_group *g = opt ? opt->group : NULL;
-	bool one = n == 1 && !g;	/* no table: after1_link */
+	uint32_t flags = opt ? opt->flags : 0;
+	/* Outside a group: 1 input, a continuation's fields; up to INLINE_INPUTS, an
+	 * inline table; else a table in another record or allocation. */
+	bool table = g || n > INLINE_INPUTS;
+	if (!table && n != 1)
+		return after_inline(pool, inputs, n, fn, arg, opt, flags, out);
 	struct heist_future *d = heist__job_new(fn, arg, out != NULL);
-	struct all *a = one ? NULL : all_alloc(n);
-	if (!d || (!one && !a)) {
+	struct all *a = table ? all_alloc(n) : NULL;
+	if (!d || (table && !a)) {
 		if (a)
 			all_dealloc(a, n);
 		if (d)
 			heist__job_discard(d);
+		if (out)
+			*out = NULL;
 		return ENOMEM;
 	}
 	d->task.pool = pool;
 	heist__job_set_flag(d, REF_UNQUEUED | REF_DEPS, true);	/* not before its inputs */
-	if (g) {
-		heist__group_adopt(g, d);
-	} else {
-		/* Not a continuation's (heist__job_each_dep reads this). */
-		OWN_FIELDS(struct cont, d)->node.fire = NULL;
-		if (opt && opt->cancel) {
-			heist__cancel_acquire(opt->cancel);
-			d->token = opt->cancel;
-		}
-	}
-	if (opt && opt->priority != HEIST_PRIORITY_NORMAL)
-		heist__job_set_priority(d, opt->priority);	/* over the group's */
-	uint32_t flags = opt ? opt->flags : 0;
+	after_options(d, opt, g);
 	if (out)
 		*out = d;
-	if (one)
+	if (!table)
 		return after1_link(d, inputs[0], flags, out);
+	if (!g)
+		OWN_FIELDS(struct cont, d)->node.fire = NULL;	/* a table (each_dep) */
 	if (!all_link(a, d, inputs, n, flags))
 		return 0;
 	return after_settled_at_once(d, a, g, out);
@@ -570,6 +818,11 @@ heist__job_each_dep(struct heist_future *j, void (*each)(void *ctx, struct heist
 			each(ctx, f);
 		if (lease_return(&k->lease, 1))
 			heist__job_release(f);
+		return;
+	}
+	/* An inline table's first node is where a continuation's is (OWN_FIELDS). */
+	if (OWN_FIELDS(struct cont, j)->node.fire == inline_fire0) {
+		inline_each(j, each, ctx);
 		return;
 	}
 	struct all_ref *r = all_ref(j);

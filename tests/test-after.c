@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* test-after.c - dependent tasks (heist_submit_after, src/then.c): a task runs once all
- * its inputs are done and never before, with 0, 1-3 (a table in a record) and many
- * inputs (a table from malloc); an input's error or cancellation ends it unrun with the
- * first such result in array order, unless HEIST_AFTER_ALWAYS; its own future, its
+ * its inputs are done and never before, with 0, 2-3 (in its own record), 4 (a table in a
+ * record) and many inputs (a table from malloc); an input's error or cancellation ends
+ * it unrun with the first such result in array order, whatever order they end in,
+ * unless HEIST_AFTER_ALWAYS; a waiter that reads its inputs (white-box, as wait.c does)
+ * never reads one that ended and was let go, whether it ends during the read or on
+ * another thread meanwhile; its own future, its
  * token and its group cancel it; a group's wait covers it and takes its error; a task
  * graph of dependent tasks (stencil_1d of W10) gives the serial answer, submitted from
  * outside and from a task; waits on one worker with no spare run the inputs; a pool
@@ -13,11 +16,13 @@
 #define _GNU_SOURCE	/* meson passes it too */
 #endif
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "faults.h"
+#include "future.h"	/* white-box: heist__job_each_dep, heist__job_ref */
 
 /* Inputs that end only when the test opens their hold. */
 static struct hold gate;
@@ -88,7 +93,7 @@ runs_after_all_its_inputs_and_never_before(void **state)
 		submit_inputs(pool, fs, n, NULL);
 		assert_int_equal(heist_submit_after(pool, fs, n, dependent, (void *)5, NULL, &d),
 				 0);
-		release_all(fs, n);	/* the dependent holds its own references */
+		release_all(fs, n);	/* the dependent needs none of them */
 		nap(2 * 1000 * 1000);
 		assert_false(heist_future_done(d));
 		assert_int_equal(atomic_load(&seen.runs), 0);
@@ -160,6 +165,176 @@ a_failed_or_cancelled_input_ends_it_unrun(void **state)
 	assert_int_equal(watched(held), 0);
 	release_all(in, 2);
 	heist_pool_destroy(one);
+	heist_pool_destroy(pool);
+}
+
+/* Inputs that are promises, set in an order other than the array's: n of them. */
+static void
+make_promises(heist_pool *pool, heist_promise **ps, heist_future **fs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(heist_promise_create(pool, &ps[i], &fs[i]), 0);
+}
+
+static void
+set_promise(heist_promise *p, int result)
+{
+	assert_int_equal(heist_promise_set(p, result), 0);
+	heist_promise_release(p);
+}
+
+/* The order inputs end in does not change which failure wins: with 2 and 3 inputs (in
+ * the dependent's own record) and 4 (a table), the first input fails with 5 and the
+ * last with 9, the last first or the first first. */
+static void
+the_first_failure_in_array_order_wins_whatever_order_they_end_in(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	for (int last_first = 0; last_first < 2; last_first++) {
+		for (size_t n = 2; n <= 4; n++) {
+			heist_promise *ps[4];
+			heist_future *fs[4], *d, *always, *w;
+			make_promises(pool, ps, fs, n);
+			reset(0);
+			assert_int_equal(heist_submit_after(pool, fs, n, dependent, NULL, NULL, &d),
+					 0);
+			struct heist_after run_anyway = {.flags = HEIST_AFTER_ALWAYS};
+			assert_int_equal(heist_submit_after(pool, fs, n, dependent, (void *)6,
+							    &run_anyway, &always),
+					 0);
+			assert_int_equal(heist_when_all(pool, fs, n, &w), 0);
+			set_promise(ps[last_first ? n - 1 : 0], last_first ? 9 : 5);
+			for (size_t i = 1; i < n - 1; i++)
+				set_promise(ps[i], 0);
+			assert_false(heist_future_done(d));
+			set_promise(ps[last_first ? 0 : n - 1], last_first ? 5 : 9);
+			assert_int_equal(watched(d), 5);
+			assert_int_equal(watched(w), 5);
+			assert_int_equal(watched(always), 6);	/* ran, its result its own */
+			assert_int_equal(atomic_load(&seen.runs), 1);
+			release_all(fs, n);
+		}
+	}
+	heist_pool_destroy(pool);
+}
+
+/* White-box: what a worker waiting for a dependent task does (wait.c): look at its
+ * inputs with heist__job_each_dep, which hands over each input not yet done, alive for
+ * the call. Here each input ends inside the look, and its promise and future are let
+ * go there, so that only what the dependent's record keeps for a reader holds it;
+ * the look reads it again after (ASan: a read after free). */
+struct look {
+	heist_promise *ps[3];
+	heist_future *fs[3];
+	int results[3];
+	int handed;
+};
+
+static void
+end_it_while_looked_at(void *ctx, struct heist_future *f)
+{
+	struct look *l = ctx;
+	for (int i = 0; i < 3; i++) {
+		if (l->fs[i] != f)
+			continue;
+		heist_promise_set(l->ps[i], l->results[i]);
+		heist_promise_release(l->ps[i]);
+		heist_future_release(l->fs[i]);
+		l->fs[i] = NULL;
+		l->handed += heist__job_done(f);	/* read after its owners let it go */
+	}
+}
+
+static void
+an_input_that_ends_while_a_waiter_reads_it_stays_readable(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	for (int failing = -1; failing < 3; failing++) {
+		struct look l = {.handed = 0};
+		heist_future *d, *w;
+		make_promises(pool, l.ps, l.fs, 3);
+		for (int i = 0; i < 3; i++)
+			l.results[i] = i == failing ? 7 : 0;
+		reset(0);
+		assert_int_equal(heist_submit_after(pool, l.fs, 3, dependent, (void *)4, NULL, &d), 0);
+		assert_int_equal(heist_when_all(pool, l.fs + 1, 2, &w), 0);
+		heist__job_each_dep(d, end_it_while_looked_at, &l);
+		assert_int_equal(l.handed, 3);	/* each handed over, and done after */
+		assert_int_equal(watched(d), failing < 0 ? 4 : 7);
+		assert_int_equal(watched(w), failing > 0 ? 7 : 0);
+		assert_int_equal(atomic_load(&seen.runs), failing < 0);
+	}
+	heist_pool_destroy(pool);
+}
+
+/* The same look on another thread, again and again, while the test thread ends the
+ * inputs and lets them go: every input handed over is alive (ASan), and the reader
+ * and the inputs' ends are ordered (TSan). */
+struct reader {
+	_Atomic(heist_future *) d;	/* what to look at, or NULL */
+	atomic_int busy;		/* the reader may hold d */
+	atomic_int quit;
+	atomic_long handed;
+};
+
+static void
+touch(void *ctx, struct heist_future *f)
+{
+	struct reader *r = ctx;
+	heist__job_ref(f);	/* as wait.c keeps one longer */
+	if (!heist__job_done(f))
+		atomic_fetch_add(&r->handed, 1);
+	heist__job_release(f);
+}
+
+static void *
+read_inputs(void *arg)
+{
+	struct reader *r = arg;
+	while (!atomic_load(&r->quit)) {
+		/* seq_cst: a Dekker pair with the test thread's store of d and load of
+		 * busy, so that it never releases a d we are about to read. */
+		atomic_store(&r->busy, 1);
+		heist_future *d = atomic_load(&r->d);
+		if (d)
+			heist__job_each_dep(d, touch, r);
+		atomic_store(&r->busy, 0);
+	}
+	return NULL;
+}
+
+static void
+inputs_that_end_while_another_thread_reads_them_stay_readable(void **state)
+{
+	(void)state;
+	enum { ROUNDS = 2000 };
+	heist_pool *pool = make_pool(1);
+	struct reader r = {.handed = 0};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, read_inputs, &r), 0);
+	for (int k = 0; k < ROUNDS; k++) {
+		size_t n = 2 + (size_t)(k & 1);
+		heist_promise *ps[3];
+		heist_future *fs[3], *d;
+		make_promises(pool, ps, fs, n);
+		if (k & 2)
+			assert_int_equal(heist_when_all(pool, fs, n, &d), 0);
+		else
+			assert_int_equal(heist_submit_after(pool, fs, n, ret_int, NULL, NULL, &d), 0);
+		release_all(fs, n);	/* the promises hold them until set */
+		atomic_store(&r.d, d);
+		for (size_t i = 0; i < n; i++)
+			set_promise(ps[(i + (size_t)k) % n], 0);
+		assert_int_equal(heist_future_wait(d), 0);
+		atomic_store(&r.d, NULL);
+		while (atomic_load(&r.busy))
+			;
+		heist_future_release(d);
+	}
+	atomic_store(&r.quit, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
 	heist_pool_destroy(pool);
 }
 
@@ -591,6 +766,9 @@ main(void)
 		cmocka_unit_test(runs_after_all_its_inputs_and_never_before),
 		cmocka_unit_test(with_no_inputs_or_done_inputs_runs_at_once),
 		cmocka_unit_test(a_failed_or_cancelled_input_ends_it_unrun),
+		cmocka_unit_test(the_first_failure_in_array_order_wins_whatever_order_they_end_in),
+		cmocka_unit_test(an_input_that_ends_while_a_waiter_reads_it_stays_readable),
+		cmocka_unit_test(inputs_that_end_while_another_thread_reads_them_stay_readable),
 		cmocka_unit_test(its_future_or_token_cancels_it),
 		cmocka_unit_test(a_group_waits_for_it_and_takes_its_error),
 		cmocka_unit_test(a_stencil_graph_gives_the_serial_answer),

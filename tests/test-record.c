@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test-record.c - the record cache alone (src/record.c), white-box: records are aligned
- * to RECORD_BYTES and that long, and none overlaps another; a thread reuses the records
+ * to their size and that long, and none overlaps another; a thread reuses the records
  * it freed without calling malloc again; records freed on another thread go back to
  * their home cache, so that the home thread's next allocations need no malloc (calls
  * counted by faults.c); and a thread that exits with records still out leaks nothing
@@ -25,6 +25,37 @@
  * nothing here depends on that). */
 enum { MANY = 4096, EXIT_ROUNDS = 20 };
 
+/* Every test runs on records, then again on wide records (wide_ below): its own
+ * cache beside the first, with the same rules. */
+static bool wide;
+static size_t rec_bytes = RECORD_BYTES;
+
+static void *
+rec_alloc(void)
+{
+	return wide ? heist__record_alloc_wide() : heist__record_alloc();
+}
+
+static int
+use_wide(void **state)
+{
+	(void)state;
+	wide = true;
+	rec_bytes = WIDE_RECORD_BYTES;
+	return 0;
+}
+
+static int
+use_narrow(void **state)
+{
+	(void)state;
+	wide = false;
+	rec_bytes = RECORD_BYTES;
+	return 0;
+}
+
+#define ON_BOTH(test) cmocka_unit_test(test), cmocka_unit_test_setup_teardown(test, use_wide, use_narrow)
+
 static void
 records_are_aligned_and_do_not_overlap(void **state)
 {
@@ -35,14 +66,14 @@ records_are_aligned_and_do_not_overlap(void **state)
 	(void)state;
 	assert_non_null(r);
 	for (size_t i = 0; i < N; i++) {
-		r[i] = heist__record_alloc();
+		r[i] = rec_alloc();
 		assert_non_null(r[i]);
-		assert_int_equal((uintptr_t)r[i] % RECORD_BYTES, 0);	/* whole lines, its own */
-		memset(r[i], (int)(i & 0xff), RECORD_BYTES);
+		assert_int_equal((uintptr_t)r[i] % rec_bytes, 0);	/* whole lines, its own */
+		memset(r[i], (int)(i & 0xff), rec_bytes);
 	}
 	/* Every byte still holds what was written to its record. */
 	for (size_t i = 0; i < N; i++)
-		for (size_t k = 0; k < RECORD_BYTES; k++)
+		for (size_t k = 0; k < rec_bytes; k++)
 			wrong += r[i][k] != (unsigned char)(i & 0xff);
 	assert_int_equal(wrong, 0);
 	for (size_t i = 0; i < N; i++)
@@ -59,19 +90,19 @@ a_thread_reuses_the_records_it_freed(void **state)
 
 	(void)state;
 	assert_non_null(r);
-	void *p = heist__record_alloc();
+	void *p = rec_alloc();
 	assert_non_null(p);
 	heist__record_free(p);
-	assert_ptr_equal(heist__record_alloc(), p);	/* the last freed comes first */
+	assert_ptr_equal(rec_alloc(), p);	/* the last freed comes first */
 	heist__record_free(p);
 
 	for (size_t i = 0; i < MANY; i++)
-		r[i] = heist__record_alloc();
+		r[i] = rec_alloc();
 	for (size_t i = 0; i < MANY; i++)
 		heist__record_free(r[i]);
 	before = fault_calls_this_thread(FAULT_ALLOC);
 	for (size_t i = 0; i < MANY; i++) {
-		r[i] = heist__record_alloc();
+		r[i] = rec_alloc();
 		assert_non_null(r[i]);
 	}
 	assert_int_equal(fault_calls_this_thread(FAULT_ALLOC) - before, 0);
@@ -115,7 +146,7 @@ alloc_batch(size_t n)
 	b->r = r;
 	b->n = n;
 	for (size_t i = 0; i < n; i++)
-		if (!(r[i] = heist__record_alloc())) {
+		if (!(r[i] = rec_alloc())) {
 			b->n = i;	/* out of memory: the caller sees n short */
 			break;
 		}
@@ -151,7 +182,7 @@ home_main(void *arg)
 		return NULL;
 	}
 	before = fault_calls_this_thread(FAULT_ALLOC);
-	for (b->n = 0; b->n < MANY && (b->r[b->n] = heist__record_alloc()); b->n++)
+	for (b->n = 0; b->n < MANY && (b->r[b->n] = rec_alloc()); b->n++)
 		;
 	h->first_mallocs = fault_calls_this_thread(FAULT_ALLOC) - before;
 	h->errors += b->n != MANY;
@@ -163,7 +194,7 @@ home_main(void *arg)
 	}
 	before = fault_calls_this_thread(FAULT_ALLOC);
 	for (size_t i = 0; i < MANY; i++)
-		again[i] = heist__record_alloc();
+		again[i] = rec_alloc();
 	h->second_mallocs = fault_calls_this_thread(FAULT_ALLOC) - before;
 	for (size_t i = 0; i < MANY; i++)
 		heist__record_free(again[i]);
@@ -287,8 +318,8 @@ late_home_main(void *arg)
 {
 	struct late_free *lf = arg;
 	lf->found = -1;
-	lf->first = heist__record_alloc();
-	lf->late = heist__record_alloc();
+	lf->first = rec_alloc();
+	lf->late = rec_alloc();
 	/* After the cache's keys exist (the first allocation made them): a higher
 	 * index, so its destructor runs after theirs. */
 	if (!lf->first || !lf->late || pthread_key_create(&lf->key, late_destructor))
@@ -299,7 +330,7 @@ late_home_main(void *arg)
 	pthread_join(t, NULL);
 	void **r = calloc(4 * MANY, sizeof *r);
 	int n = 0;
-	while (r && n < 4 * MANY && (r[n] = heist__record_alloc())) {
+	while (r && n < 4 * MANY && (r[n] = rec_alloc())) {
 		if (r[n++] == lf->late) {
 			lf->found = n;
 			break;
@@ -349,11 +380,11 @@ trim_gives_back_what_a_burst_left(void **state)
 	void **r = calloc(BURST, sizeof *r);
 	assert_non_null(r);
 	for (size_t i = 0; i < BURST; i++)
-		assert_non_null(r[i] = heist__record_alloc());
+		assert_non_null(r[i] = rec_alloc());
 	/* At least half the burst in new slabs: the reserve a trim keeps (a slab of
 	 * 2,047 records) may hold the rest. */
 	size_t full = heap_in_use();
-	assert_true(full >= before + (size_t)BURST / 2 * RECORD_BYTES);
+	assert_true(full >= before + (size_t)BURST / 2 * rec_bytes);
 	struct batch b = {r, BURST};
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, free_half_main, &b), 0);
@@ -361,31 +392,79 @@ trim_gives_back_what_a_burst_left(void **state)
 	for (size_t i = 1; i < BURST; i += 2)
 		heist__record_free(r[i]);
 	size_t home = heap_in_use();
-	assert_true(home >= before + (size_t)BURST / 2 * RECORD_BYTES);	/* kept until trim */
+	assert_true(home >= before + (size_t)BURST / 2 * rec_bytes);	/* kept until trim */
 	heist__record_trim();
 	size_t after = heap_in_use();
 	if (after > before + SLACK)
 		print_error("before %zu, full %zu, after trim %zu bytes\n", before, full, after);
 	assert_true(after <= before + SLACK);
 	for (size_t i = 0; i < BURST; i++)
-		assert_non_null(r[i] = heist__record_alloc());
+		assert_non_null(r[i] = rec_alloc());
 	for (size_t i = 0; i < BURST; i++)
 		heist__record_free(r[i]);
 	heist__record_trim();
 	free(r);
 }
 
+/* Records of both sizes from one thread, in turn: none overlaps another, and the
+ * thread exits with them all out; freed afterwards on this thread, each goes to its
+ * own orphaned cache, and the last of each frees that cache (ASan's leak check). */
+static void *
+alloc_mixed_main(void *arg)
+{
+	struct batch *b = arg;
+	for (size_t i = 0; i < b->n; i++) {
+		size_t bytes = i & 1 ? WIDE_RECORD_BYTES : RECORD_BYTES;
+		b->r[i] = i & 1 ? heist__record_alloc_wide() : heist__record_alloc();
+		if (!b->r[i] || (uintptr_t)b->r[i] % bytes) {
+			b->n = i;	/* the test sees it short */
+			break;
+		}
+		memset(b->r[i], (int)(i & 0xff), bytes);
+	}
+	return NULL;
+}
+
+static void
+both_sizes_mixed_go_home_and_are_trimmed(void **state)
+{
+	(void)state;
+	struct batch b = {calloc(2 * MANY, sizeof(void *)), 2 * MANY};
+	assert_non_null(b.r);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, alloc_mixed_main, &b), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(b.n, 2 * MANY);
+	size_t wrong = 0;
+	for (size_t i = 0; i < b.n; i++) {
+		size_t bytes = i & 1 ? WIDE_RECORD_BYTES : RECORD_BYTES;
+		for (size_t k = 0; k < bytes; k++)
+			wrong += ((unsigned char *)b.r[i])[k] != (unsigned char)(i & 0xff);
+	}
+	assert_int_equal(wrong, 0);
+	for (size_t i = 0; i < b.n; i++)
+		heist__record_free(b.r[i]);
+	/* This thread's own, of both sizes, trimmed together. */
+	for (size_t i = 0; i < b.n; i++)
+		assert_non_null(b.r[i] = i & 1 ? heist__record_alloc_wide() : heist__record_alloc());
+	for (size_t i = 0; i < b.n; i++)
+		heist__record_free(b.r[i]);
+	heist__record_trim();
+	free(b.r);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(records_are_aligned_and_do_not_overlap),
-		cmocka_unit_test(a_thread_reuses_the_records_it_freed),
-		cmocka_unit_test(records_freed_on_another_thread_go_back_to_their_home_cache),
-		cmocka_unit_test(a_thread_that_exits_with_records_out_leaks_nothing),
-		cmocka_unit_test(records_freed_while_their_thread_exits_leak_nothing),
-		cmocka_unit_test(a_record_freed_by_a_late_destructor_goes_home),
-		cmocka_unit_test(trim_gives_back_what_a_burst_left),
+		ON_BOTH(records_are_aligned_and_do_not_overlap),
+		ON_BOTH(a_thread_reuses_the_records_it_freed),
+		ON_BOTH(records_freed_on_another_thread_go_back_to_their_home_cache),
+		ON_BOTH(a_thread_that_exits_with_records_out_leaks_nothing),
+		ON_BOTH(records_freed_while_their_thread_exits_leak_nothing),
+		ON_BOTH(a_record_freed_by_a_late_destructor_goes_home),
+		ON_BOTH(trim_gives_back_what_a_burst_left),
+		cmocka_unit_test(both_sizes_mixed_go_home_and_are_trimmed),
 	};
 	return RUN_TESTS(tests);
 }

@@ -32,15 +32,17 @@
  * that wants its errors told apart from heist's returns values heist never returns
  * (negative ones, say), or keeps its result in its argument and returns 0.
  *
- * Memory. Job records (futures, submitted tasks; 128 bytes each) come from a
- * cache of the thread that submits, so that a submit calls no malloc in steady state.
- * A cache grows to what its thread has in flight at once, and is cut back to a reserve
- * of 256 KiB (the slabs of records all back home beyond one) after a burst drains: on
- * the calling thread when heist_pool_wait_idle returns and when heist_pool_destroy
- * does, and on a worker when it goes to sleep (for jobs submitted from tasks; the
- * worker's deque, grown by such a burst, goes back to its first size then too). The
- * rest goes when the thread exits. A thread that submits a burst and never calls either
- * keeps the burst's records until it does or exits, and reuses them meanwhile. Slabs
+ * Memory. Job records (futures, submitted tasks; 128 bytes each, 256 for a when_all
+ * future or dependent task of two or three inputs outside a group) come from caches
+ * of the thread that submits, so that a submit calls no malloc in steady state. A
+ * cache grows to what its thread has in flight at once, and is cut back to a reserve
+ * of 256 KiB (the slabs of records all back home beyond one, for each size) after a
+ * burst drains: on the calling thread when heist_pool_wait_idle returns and when
+ * heist_pool_destroy does, and on a worker when it goes to sleep (for jobs submitted
+ * from tasks; the worker's deque, grown by such a burst, goes back to its first size
+ * then too). The rest goes when the thread exits. A thread that submits a burst and
+ * never calls either keeps the burst's records until it does or exits, and reuses them
+ * meanwhile. Slabs
  * and grown deques are whole pages from the system, unmapped when freed, so what a
  * burst took leaves the process's resident size (RSS) too, not only heist's books.
  * Fork-join tasks (heist_spawn) use no heap memory.
