@@ -42,9 +42,9 @@
  * from tasks; the worker's deque, grown by such a burst, goes back to its first size
  * then too). The rest goes when the thread exits. A thread that submits a burst and
  * never calls either keeps the burst's records until it does or exits, and reuses them
- * meanwhile. Slabs
- * and grown deques are whole pages from the system, unmapped when freed, so what a
- * burst took leaves the process's resident size (RSS) too, not only heist's books.
+ * meanwhile. Slabs and grown deques are whole pages from the system, unmapped when
+ * freed, so what a burst took leaves the process's resident size (RSS) too, not only
+ * heist's books.
  * Fork-join tasks (heist_spawn) use no heap memory.
  *
  * fork(). A child process gets a copy of each pool that existed at the fork, but not
