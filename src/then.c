@@ -15,12 +15,13 @@
  * (its own future): it is simply dropped when F fires. If F is final before C is
  * linked, the caller does what firing would do.
  *
- * A when_all future W is a job record that never runs: one allocation holds a node per
- * input and a count of inputs not yet final (and one for the setup itself, so that W
- * cannot complete while inputs are still being linked). The last input to end computes
- * W's result, the first nonzero in array order, and makes W final; W holds a reference
- * to each input until then. W cancelled by its own future: it ends at once, with
- * ECANCELED; the inputs go on.
+ * A when_all future W is a job record that never runs, with a node per input and a count
+ * of inputs not yet final (and one for the setup itself, so that W cannot complete
+ * while inputs are still being linked): in its own wide record up to three inputs
+ * (inline tables, below), else in a table. The last input to end computes W's result,
+ * the first nonzero in array order, and makes W final. W cancelled by its own future:
+ * it ends at once, with ECANCELED; the inputs go on. A dependent task D is the same
+ * with a task to queue at the end (heist_submit_after).
  *
  * Both lend what they wait for to their waiters: a worker waiting for C may run F,
  * one waiting for W may run W's inputs (wait.c), which is what keeps such waits from
@@ -235,14 +236,16 @@ heist_future_on_done(heist_future *f, heist_done_fn fn, void *arg)
 
 /* ---- when_all and dependent tasks ---- */
 
-/* A when_all future W and a dependent task D both wait for n inputs with a table: a
- * node per input, hung on the input's list, and a count of inputs not yet final (and
- * one for the setup itself, so that the end cannot come while inputs are still being
- * linked). The last input to end settles the table: W completes with the first
- * nonzero input result in array order; D is queued, or ends with that result without
- * running. The table holds a reference to each input until its lease is over, and one
- * to W or D until it is settled (D's becomes the queue's). Up to ALL_IN_RECORD inputs
- * the table is a record from the thread's cache (record.h), beyond that one malloc. */
+/* A when_all future W and a dependent task D of more than INLINE_INPUTS inputs, or D
+ * in a group, wait for n inputs with a table: a node per input, hung on the input's
+ * list, and a count of inputs not yet final (and one for the setup itself, so that the
+ * end cannot come while inputs are still being linked). The last input to end settles
+ * the table: W completes with the first nonzero input result in array order; D is
+ * queued, or ends with that result without running. The table holds a reference to
+ * each input until its lease is over, and one to W or D until it is settled (D's
+ * becomes the queue's). Up to ALL_IN_RECORD inputs the table is a record from the
+ * thread's cache (record.h), beyond that one malloc. Fewer inputs outside a group:
+ * an inline table (below). */
 
 struct all;
 
@@ -744,11 +747,8 @@ after_inline(heist_pool *pool, heist_future *const *inputs, size_t n, heist_fn f
 	     const struct heist_after *opt, uint32_t flags, heist_future **out)
 {
 	struct heist_future *d = heist__job_new_waiting(pool, fn, arg, out != NULL);
-	if (!d) {
-		if (out)
-			*out = NULL;
+	if (!d)
 		return ENOMEM;
-	}
 	after_options(d, opt, NULL);
 	if (out)
 		*out = d;
@@ -761,12 +761,12 @@ HEIST_EXPORT int
 heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heist_fn fn,
 		   void *arg, const struct heist_after *opt, heist_future **out)
 {
-	/* *out is written once: NULL on a failure (here, or after_at_once), else d. */
-	if ((opt && !after_opt_valid(&pool, opt)) || !pool || !fn || !futures_valid(inputs, n)) {
-		if (out)
-			*out = NULL;
+	/* NULL first, before the inputs are read: an out that is one of them is then a
+	 * NULL input (EINVAL), never a task that waits for itself. */
+	if (out)
+		*out = NULL;
+	if ((opt && !after_opt_valid(&pool, opt)) || !pool || !fn || !futures_valid(inputs, n))
 		return EINVAL;
-	}
 	struct heist_group *g = opt ? opt->group : NULL;
 	uint32_t flags = opt ? opt->flags : 0;
 	/* Outside a group: 1 input, a continuation's fields; up to INLINE_INPUTS, an
@@ -781,8 +781,6 @@ heist_submit_after(heist_pool *pool, heist_future *const *inputs, size_t n, heis
 			all_dealloc(a, n);
 		if (d)
 			heist__job_discard(d);
-		if (out)
-			*out = NULL;
 		return ENOMEM;
 	}
 	d->task.pool = pool;

@@ -184,37 +184,53 @@ set_promise(heist_promise *p, int result)
 }
 
 /* The order inputs end in does not change which failure wins: with 2 and 3 inputs (in
- * the dependent's own record) and 4 (a table), the first input fails with 5 and the
- * last with 9, the last first or the first first. */
+ * the dependent's own record) and 4 (a table). Each case: the results in array order,
+ * the order they end in, the winner. A later failure with a smaller (or larger)
+ * result, a negative one, one in the middle, each ending first or last. */
+struct failing {
+	size_t n;
+	int results[4];
+	size_t order[4];
+	int first;
+};
+
+static const struct failing failings[] = {
+	{2, {9, 5}, {1, 0}, 9},		/* the later, smaller, first */
+	{2, {5, 9}, {0, 1}, 5},		/* the later, larger, last */
+	{2, {-9, 5}, {1, 0}, -9},	/* negative */
+	{3, {0, 7, 5}, {2, 0, 1}, 7},	/* the middle, after the last */
+	{3, {9, 0, 5}, {2, 1, 0}, 9},
+	{3, {0, 0, -4}, {0, 2, 1}, -4},
+	{4, {0, 7, 0, 5}, {3, 0, 2, 1}, 7},
+	{4, {8, 0, 0, 9}, {3, 2, 1, 0}, 8},
+};
+
 static void
 the_first_failure_in_array_order_wins_whatever_order_they_end_in(void **state)
 {
 	(void)state;
 	heist_pool *pool = make_pool(1);
-	for (int last_first = 0; last_first < 2; last_first++) {
-		for (size_t n = 2; n <= 4; n++) {
-			heist_promise *ps[4];
-			heist_future *fs[4], *d, *always, *w;
-			make_promises(pool, ps, fs, n);
-			reset(0);
-			assert_int_equal(heist_submit_after(pool, fs, n, dependent, NULL, NULL, &d),
-					 0);
-			struct heist_after run_anyway = {.flags = HEIST_AFTER_ALWAYS};
-			assert_int_equal(heist_submit_after(pool, fs, n, dependent, (void *)6,
-							    &run_anyway, &always),
-					 0);
-			assert_int_equal(heist_when_all(pool, fs, n, &w), 0);
-			set_promise(ps[last_first ? n - 1 : 0], last_first ? 9 : 5);
-			for (size_t i = 1; i < n - 1; i++)
-				set_promise(ps[i], 0);
-			assert_false(heist_future_done(d));
-			set_promise(ps[last_first ? 0 : n - 1], last_first ? 5 : 9);
-			assert_int_equal(watched(d), 5);
-			assert_int_equal(watched(w), 5);
-			assert_int_equal(watched(always), 6);	/* ran, its result its own */
-			assert_int_equal(atomic_load(&seen.runs), 1);
-			release_all(fs, n);
+	for (size_t k = 0; k < sizeof failings / sizeof failings[0]; k++) {
+		const struct failing *c = &failings[k];
+		heist_promise *ps[4];
+		heist_future *fs[4], *d, *always, *w;
+		make_promises(pool, ps, fs, c->n);
+		reset(0);
+		assert_int_equal(heist_submit_after(pool, fs, c->n, dependent, NULL, NULL, &d), 0);
+		struct heist_after run_anyway = {.flags = HEIST_AFTER_ALWAYS};
+		assert_int_equal(heist_submit_after(pool, fs, c->n, dependent, (void *)6,
+						    &run_anyway, &always),
+				 0);
+		assert_int_equal(heist_when_all(pool, fs, c->n, &w), 0);
+		for (size_t i = 0; i < c->n; i++) {
+			assert_false(heist_future_done(w));
+			set_promise(ps[c->order[i]], c->results[c->order[i]]);
 		}
+		assert_int_equal(watched(d), c->first);
+		assert_int_equal(watched(w), c->first);
+		assert_int_equal(watched(always), 6);	/* ran, its result its own */
+		assert_int_equal(atomic_load(&seen.runs), 1);
+		release_all(fs, c->n);
 	}
 	heist_pool_destroy(pool);
 }
@@ -227,9 +243,18 @@ the_first_failure_in_array_order_wins_whatever_order_they_end_in(void **state)
 struct look {
 	heist_promise *ps[3];
 	heist_future *fs[3];
+	heist_future *kept[3];	/* the test's own reference, or NULL */
 	int results[3];
 	int handed;
+	int counted;		/* the references an input had, summed, once let go */
 };
+
+/* A job's counted references (its flags and the caller's REF_USER aside). */
+static uint32_t
+counted_refs(struct heist_future *f)
+{
+	return atomic_load(&f->refs) & ~(REF_FLAGS | REF_USER);
+}
 
 static void
 end_it_while_looked_at(void *ctx, struct heist_future *f)
@@ -243,35 +268,53 @@ end_it_while_looked_at(void *ctx, struct heist_future *f)
 		heist_future_release(l->fs[i]);
 		l->fs[i] = NULL;
 		l->handed += heist__job_done(f);	/* read after its owners let it go */
+		l->counted += (int)counted_refs(f);	/* the reader's, + the test's */
 	}
 }
 
+/* With kept, the test holds a reference to each input of its own, so that each can be
+ * read once the dependent settled: what the look had taken for it was let go (only
+ * the test's is left). Without, ASan sees a read of an input let go too early. */
 static void
 an_input_that_ends_while_a_waiter_reads_it_stays_readable(void **state)
 {
 	(void)state;
 	heist_pool *pool = make_pool(1);
-	for (int failing = -1; failing < 3; failing++) {
-		struct look l = {.handed = 0};
-		heist_future *d, *w;
-		make_promises(pool, l.ps, l.fs, 3);
-		for (int i = 0; i < 3; i++)
-			l.results[i] = i == failing ? 7 : 0;
-		reset(0);
-		assert_int_equal(heist_submit_after(pool, l.fs, 3, dependent, (void *)4, NULL, &d), 0);
-		assert_int_equal(heist_when_all(pool, l.fs + 1, 2, &w), 0);
-		heist__job_each_dep(d, end_it_while_looked_at, &l);
-		assert_int_equal(l.handed, 3);	/* each handed over, and done after */
-		assert_int_equal(watched(d), failing < 0 ? 4 : 7);
-		assert_int_equal(watched(w), failing > 0 ? 7 : 0);
-		assert_int_equal(atomic_load(&seen.runs), failing < 0);
+	for (int kept = 0; kept < 2; kept++) {
+		for (int failing = -1; failing < 3; failing++) {
+			struct look l = {.handed = 0};
+			heist_future *d, *w;
+			make_promises(pool, l.ps, l.fs, 3);
+			for (int i = 0; i < 3; i++) {
+				l.results[i] = i == failing ? 7 : 0;
+				l.kept[i] = kept ? l.fs[i] : NULL;
+				if (kept)
+					heist__job_ref(l.fs[i]);
+			}
+			reset(0);
+			assert_int_equal(heist_submit_after(pool, l.fs, 3, dependent, (void *)4,
+							    NULL, &d),
+					 0);
+			assert_int_equal(heist_when_all(pool, l.fs + 1, 2, &w), 0);
+			heist__job_each_dep(d, end_it_while_looked_at, &l);
+			assert_int_equal(l.handed, 3);	/* each handed over, and done after */
+			assert_int_equal(l.counted, 3 * (1 + kept));
+			assert_int_equal(watched(d), failing < 0 ? 4 : 7);
+			assert_int_equal(watched(w), failing > 0 ? 7 : 0);
+			assert_int_equal(atomic_load(&seen.runs), failing < 0);
+			for (int i = 0; kept && i < 3; i++) {
+				assert_int_equal(counted_refs(l.kept[i]), 1);	/* ours alone */
+				heist__job_release(l.kept[i]);
+			}
+		}
 	}
 	heist_pool_destroy(pool);
 }
 
 /* The same look on another thread, again and again, while the test thread ends the
  * inputs and lets them go: every input handed over is alive (ASan), and the reader
- * and the inputs' ends are ordered (TSan). */
+ * and the inputs' ends are ordered (TSan). How often the two meet is the machine's:
+ * a stress for the sanitizers, with nothing timed to check. */
 struct reader {
 	_Atomic(heist_future *) d;	/* what to look at, or NULL */
 	atomic_int busy;		/* the reader may hold d */
@@ -730,6 +773,14 @@ bad_input_is_rejected(void **state)
 			 EINVAL);
 	assert_int_equal(heist_submit_after(NULL, &f, 1, ret_int, NULL, &both, NULL), EINVAL);
 	assert_int_equal(heist_submit_after(pool, &f, 1, ret_int, NULL, &unknown, NULL), EINVAL);
+	/* out among the inputs: it is a NULL input by the time they are read, never a task
+	 * that waits for itself; with 1, 2 and 4 inputs (each way of keeping them). */
+	for (size_t n = 1; n <= 4; n *= 2) {
+		heist_future *in[4] = {f, f, f, f};
+		assert_int_equal(heist_submit_after(pool, in, n, ret_int, NULL, NULL, &in[n - 1]),
+				 EINVAL);
+		assert_null(in[n - 1]);
+	}
 	assert_int_equal(heist_group_wait(g), 0);	/* nothing was counted in */
 	assert_int_equal(heist_future_wait(f), 0);
 	heist_future_release(f);

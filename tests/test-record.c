@@ -382,7 +382,7 @@ trim_gives_back_what_a_burst_left(void **state)
 	for (size_t i = 0; i < BURST; i++)
 		assert_non_null(r[i] = rec_alloc());
 	/* At least half the burst in new slabs: the reserve a trim keeps (a slab of
-	 * 2,047 records) may hold the rest. */
+	 * 2,047 records, or 1,023 wide ones) may hold the rest. */
 	size_t full = heap_in_use();
 	assert_true(full >= before + (size_t)BURST / 2 * rec_bytes);
 	struct batch b = {r, BURST};

@@ -90,7 +90,7 @@ main(void)
 	if (heist_when_all(pool, parsed, N, &all))
 		return 1;
 	for (int i = 0; i < N; i++)
-		heist_future_release(parsed[i]);	/* the when_all holds its own references */
+		heist_future_release(parsed[i]);	/* the when_all needs them no more */
 	if (heist_future_then(all, combine, all, &combined))	/* combine waits for all too */
 		return 1;
 	int err = heist_future_wait(combined);	/* combine's result */

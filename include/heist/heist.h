@@ -33,19 +33,18 @@
  * (negative ones, say), or keeps its result in its argument and returns 0.
  *
  * Memory. Job records (futures, submitted tasks; 128 bytes each, 256 for a when_all
- * future or dependent task of two or three inputs outside a group) come from caches
- * of the thread that submits, so that a submit calls no malloc in steady state. A
- * cache grows to what its thread has in flight at once, and is cut back to a reserve
- * of 256 KiB (the slabs of records all back home beyond one, for each size) after a
- * burst drains: on the calling thread when heist_pool_wait_idle returns and when
- * heist_pool_destroy does, and on a worker when it goes to sleep (for jobs submitted
- * from tasks; the worker's deque, grown by such a burst, goes back to its first size
- * then too). The rest goes when the thread exits. A thread that submits a burst and
- * never calls either keeps the burst's records until it does or exits, and reuses them
- * meanwhile. Slabs and grown deques are whole pages from the system, unmapped when
- * freed, so what a burst took leaves the process's resident size (RSS) too, not only
- * heist's books.
- * Fork-join tasks (heist_spawn) use no heap memory.
+ * future of up to three inputs or a dependent task of none, two or three outside a
+ * group) come from caches of the thread that submits, so that a submit calls no malloc
+ * in steady state. A cache grows to what its thread has in flight at once, and is cut
+ * back to a reserve of 256 KiB (the slabs of records all back home beyond one, for
+ * each size) after a burst drains: on the calling thread when heist_pool_wait_idle
+ * returns and when heist_pool_destroy does, and on a worker when it goes to sleep (for
+ * jobs submitted from tasks; the worker's deque, grown by such a burst, goes back to
+ * its first size then too). The rest goes when the thread exits. A thread that submits
+ * a burst and never calls either keeps the burst's records until it does or exits, and
+ * reuses them meanwhile. Slabs and grown deques are whole pages from the system,
+ * unmapped when freed, so what a burst took leaves the process's resident size (RSS)
+ * too, not only heist's books. Fork-join tasks (heist_spawn) use no heap memory.
  *
  * fork(). A child process gets a copy of each pool that existed at the fork, but not
  * its threads (fork copies only the thread that called it). In the child, every call
@@ -593,7 +592,7 @@ HEIST_EXPORT int heist_future_on_done(heist_future *f, heist_done_fn fn, void *a
 /**
  * A future that is done when all n futures are, giving the first nonzero result among
  * them in array order (ECANCELED for one cancelled), or 0. n = 0: done at once. It
- * holds its own reference to each future until then, so the caller may release them.
+ * needs none of the caller's references to them: the caller may release them at once.
  * No thread waits or polls for it. Cancelling it (heist_future_cancel) makes it give
  * ECANCELED at once; the futures it waits for go on. Its continuations run on pool;
  * they can read its result through the future, if whoever linked them keeps it until
@@ -794,9 +793,8 @@ struct heist_after {
  * (one allocation besides it for more than 3 inputs): no thread blocks or polls
  * meanwhile, and no intermediate future is made. The inputs may be any futures, of any
  * pools: submits, continuations, when_alls, other dependent tasks (with the group's
- * tasks, a task graph). The call holds its own reference to each input until the task
- * is runnable, so the caller may release them at once; what the inputs' tasks wrote is
- * visible to fn.
+ * tasks, a task graph). The task needs none of the caller's references to its inputs:
+ * the caller may release them at once; what the inputs' tasks wrote is visible to fn.
  * If an input failed (a nonzero result) or was cancelled, the task does not run: its
  * future gives the first such input's result in array order (ECANCELED for one that was
  * cancelled), and a group it belongs to counts that as its error. With
