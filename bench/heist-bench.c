@@ -120,7 +120,7 @@ usage(FILE *f)
 	      "  --instructions instructions per spawn+sync pair, W1 fib(27) on 1 worker\n"
 	      "                 against the serial fib, per W5-fine submit + run +\n"
 	      "                 finish (100k tasks) against the serial bodies, and per W10\n"
-	      "                 dependent task (1 and 3 inputs) beside a plain submit,\n"
+	      "                 dependent task (1, 2 and 3 inputs) beside a plain submit,\n"
 	      "                 counted by valgrind's callgrind (deterministic; needs\n"
 	      "                 valgrind)\n", f);
 }

@@ -25,9 +25,10 @@
  * W10's rows: what a dependent task (heist_submit_after) costs beside a plain
  * heist_submit, in the same gate-held pool. `dep-base N`: main submits N input jobs
  * with futures, then releases the futures; the worker, let go, runs them. `dep-plain
- * N`, `dep-after1 N`, `dep-after3 N`: the same N inputs, and after them N more tasks,
- * fire-and-forget: plain submits, or dependent tasks of 1 input (input k) or of 3
- * (inputs k, k + 1, k + 2 mod N), submitted while their inputs are still queued, so
+ * N`, `dep-after1 N`, `dep-after2 N`, `dep-after3 N`: the same N inputs, and after them
+ * N more tasks, fire-and-forget: plain submits, or dependent tasks of 1 input (input
+ * k), of 2 (k, k + 1 mod N) or of 3 (k, k + 1, k + 2 mod N), submitted while their
+ * inputs are still queued, so
  * each is linked to them and queued by the worker when the last one ends. Every task
  * only counts down. Per task, over every thread: (run - dep-base) / N, which is the
  * task's own cost (submit, link, queue, run, finish) with the inputs' taken out; the
@@ -189,7 +190,7 @@ submit_child(bool heist, long n)
 
 /* W10's rows (above): N input jobs with futures, and after them N tasks of one kind
  * (none in dep-base), each only counting down; then the inputs' futures go. */
-enum dep_kind { DEP_BASE, DEP_PLAIN, DEP_AFTER1, DEP_AFTER3 };
+enum dep_kind { DEP_BASE, DEP_PLAIN, DEP_AFTER1, DEP_AFTER2, DEP_AFTER3 };
 
 static int
 count_task(void *arg)
@@ -223,6 +224,8 @@ dep_child(enum dep_kind kind, long n)
 			err = heist_submit(pool, count_task, NULL, NULL);
 		else if (kind == DEP_AFTER1)
 			err = heist_submit_after(pool, three, 1, count_task, NULL, NULL, NULL);
+		else if (kind == DEP_AFTER2)
+			err = heist_submit_after(pool, three, 2, count_task, NULL, NULL, NULL);
 		else if (kind == DEP_AFTER3)
 			err = heist_submit_after(pool, three, 3, count_task, NULL, NULL, NULL);
 		if (err)
@@ -276,7 +279,8 @@ bench_instr_child(const char *what, int n)
 			return graph_child(k < 2 ? 1 : 3, k % 2 + 1, n);
 	if (strcmp(what, "submit") == 0 || strcmp(what, "submit-serial") == 0)
 		return submit_child(strcmp(what, "submit") == 0, n);
-	static const char *const deps[] = { "dep-base", "dep-plain", "dep-after1", "dep-after3" };
+	static const char *const deps[] = { "dep-base", "dep-plain", "dep-after1", "dep-after2",
+					    "dep-after3" };
 	for (unsigned k = 0; k < sizeof deps / sizeof deps[0]; k++)
 		if (strcmp(what, deps[k]) == 0)
 			return dep_child((enum dep_kind)k, n);
@@ -437,7 +441,7 @@ submit_row(const char *self, const char *dir)
 	return 0;
 }
 
-/* W10's rows: per task, a plain submit and a dependent task with 1 and with 3 inputs,
+/* W10's rows: per task, a plain submit and a dependent task with 1, 2 and 3 inputs,
  * each over the same N input jobs alone (the comment at the top of this file). */
 static int
 dep_rows(const char *self, const char *dir)
@@ -446,13 +450,15 @@ dep_rows(const char *self, const char *dir)
 	struct counts base = count_run(self, NULL, dir, "dep-base", n);
 	struct counts plain = count_run(self, NULL, dir, "dep-plain", n);
 	struct counts after1 = count_run(self, NULL, dir, "dep-after1", n);
+	struct counts after2 = count_run(self, NULL, dir, "dep-after2", n);
 	struct counts after3 = count_run(self, NULL, dir, "dep-after3", n);
-	if (!base.all || !plain.all || !after1.all || !after3.all) {
+	if (!base.all || !plain.all || !after1.all || !after2.all || !after3.all) {
 		fprintf(stderr, "heist-bench: --instructions: the W10 dependent-task runs failed\n");
 		return 1;
 	}
 	const struct { const char *impl; struct counts c; } rows[] = {
-		{ "heist-submit", plain }, { "heist-after1", after1 }, { "heist-after3", after3 },
+		{ "heist-submit", plain }, { "heist-after1", after1 }, { "heist-after2", after2 },
+		{ "heist-after3", after3 },
 	};
 	double plain_per = ((double)plain.all - (double)base.all) / n;
 	for (unsigned k = 0; k < sizeof rows / sizeof rows[0]; k++) {
@@ -467,7 +473,7 @@ dep_rows(const char *self, const char *dir)
 			printf("  (heist_submit, fire-and-forget)\n");
 		else
 			printf("; %.2fx heist-submit's  (heist_submit_after, %u input%s)\n",
-			       per / plain_per, k == 1 ? 1u : 3u, k == 1 ? "" : "s");
+			       per / plain_per, k, k == 1 ? "" : "s");
 	}
 	/* Replay: one run of the graph, per node, beside the dependent task. */
 	for (unsigned inputs = 1; inputs <= 3; inputs += 2) {

@@ -24,8 +24,9 @@
 HEIST__TLS const struct heist__job_frame *heist__job_frames;
 #endif
 
+/* refs: its first count and flags. */
 static inline struct heist_future *
-job_init(struct heist_future *j, heist_fn fn, void *arg, bool with_future)
+job_init(struct heist_future *j, heist_fn fn, void *arg, uint32_t refs)
 {
 	if (!j)
 		return NULL;
@@ -37,7 +38,7 @@ job_init(struct heist_future *j, heist_fn fn, void *arg, bool with_future)
 	j->task.created_tsc = 0;
 	atomic_init(&j->task.next, NULL);
 	atomic_init(&j->state, FUT_QUEUED);
-	atomic_init(&j->refs, with_future ? 1 + REF_USER : 1);
+	atomic_init(&j->refs, refs);
 	atomic_init(&j->runner, NULL);
 	j->token = NULL;
 	atomic_init(&j->thens, NULL);
@@ -47,19 +48,17 @@ job_init(struct heist_future *j, heist_fn fn, void *arg, bool with_future)
 struct heist_future *
 heist__job_new(heist_fn fn, void *arg, bool with_future)
 {
-	return job_init(heist__record_alloc(), fn, arg, with_future);
+	return job_init(heist__record_alloc(), fn, arg, with_future ? 1 + REF_USER : 1);
 }
 
 struct heist_future *
 heist__job_new_waiting(struct heist_pool *pool, heist_fn fn, void *arg, bool with_future)
 {
-	struct heist_future *j = job_init(heist__record_alloc_wide(), fn, arg, with_future);
-	if (!j)
-		return NULL;
-	j->task.pool = pool;
-	/* relaxed: as heist__job_set_flag, before anyone can see j. */
-	atomic_store_explicit(&j->refs, (with_future ? 1 + REF_USER : 1) | REF_UNQUEUED | REF_DEPS,
-			      memory_order_relaxed);
+	struct heist_future *j =
+		job_init(heist__record_alloc_wide(), fn, arg,
+			 (with_future ? 1 + REF_USER : 1) | REF_UNQUEUED | REF_DEPS);
+	if (j)
+		j->task.pool = pool;
 	return j;
 }
 
