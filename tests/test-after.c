@@ -810,6 +810,60 @@ allocation_failures_are_enomem(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A thread's first waiting job of 2 or 3 inputs takes its cache of wide records, made
+ * then (record.c): on a fresh thread that has its cache of records, and whose every
+ * allocation fails from then on, ENOMEM from
+ * heist_submit_after and heist_when_all, nothing linked, and both work once memory is
+ * back. */
+struct fresh {
+	heist_pool *pool;
+	heist_future *in[3];
+	int after, when_all, after_again;
+	heist_future *d, *w;
+};
+
+static void *
+first_wide_jobs_main(void *arg)
+{
+	struct fresh *f = arg;
+	heist_future *d = SENTINEL, *w = SENTINEL, *plain;
+	/* The thread's cache of (narrow) records first, so that the wide one fails. */
+	if (heist_submit(f->pool, ret_int, NULL, &plain) || heist_future_wait(plain)) {
+		f->after = -1;
+		return NULL;
+	}
+	heist_future_release(plain);
+	fault_fail_all(FAULT_ALLOC, FAULT_THIS_THREAD);
+	f->after = heist_submit_after(f->pool, f->in, 3, ret_int, (void *)2, NULL, &d);
+	f->when_all = heist_when_all(f->pool, f->in, 2, &w);
+	fault_disarm(FAULT_ALLOC);
+	f->after += d != NULL;	/* NULL on failure */
+	f->when_all += w != NULL;
+	f->after_again = heist_submit_after(f->pool, f->in, 3, ret_int, (void *)2, NULL, &f->d);
+	f->after_again += heist_when_all(f->pool, f->in, 2, &f->w);
+	return NULL;
+}
+
+static void
+a_first_wide_record_that_cannot_be_had_is_enomem(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	struct fresh f = {.pool = pool};
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(heist_submit(pool, ret_int, NULL, &f.in[i]), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, first_wide_jobs_main, &f), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(f.after, ENOMEM);
+	assert_int_equal(f.when_all, ENOMEM);
+	assert_int_equal(f.after_again, 0);
+	assert_int_equal(watched(f.d), 2);
+	assert_int_equal(watched(f.w), 0);
+	release_all(f.in, 3);
+	heist_pool_destroy(pool);
+}
+
 int
 main(void)
 {
@@ -828,6 +882,7 @@ main(void)
 		cmocka_unit_test(one_input_follows_the_same_rules),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_are_enomem),
+		cmocka_unit_test(a_first_wide_record_that_cannot_be_had_is_enomem),
 	};
 	return RUN_TESTS(tests);
 }
