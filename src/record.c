@@ -4,13 +4,13 @@
  * Treiber stack that the owner empties with one exchange, so there is no ABA),
  * OUT_BATCH records at a time: a thread holds what it freed of one other cache (and
  * of one other cache of wide records) until it has that many, frees one of another
- * cache of that size, trims or exits. When the owner exits,
- * the stack is sealed with ORPHANED: records that come back later only count down,
- * and the last one frees the cache. Records are carved from slabs of
- * SLAB_BYTES, aligned to their size so that a record's slab is its address rounded
- * down, so even a thread whose tasks in flight reach a new high calls malloc once per
- * slab of them. A thread has a cache of records and, once it asks for one, a cache of
- * wide records beside it (record.h), each with slabs of its own. Slabs are pages from the system (pages.h), given back when
+ * cache of that size, trims or exits. When the owner exits, the stack is sealed with
+ * ORPHANED: records that come back later only count down, and the last one frees the
+ * cache. Records are carved from slabs of SLAB_BYTES, aligned to their size so that a
+ * record's slab is its address rounded down, so even a thread whose tasks in flight
+ * reach a new high calls malloc once per slab of them. A thread has a cache of records
+ * and, once it asks for one, a cache of wide records beside it (record.h), each with
+ * slabs of its own. Slabs are pages from the system (pages.h), given back when
  * freed. The high-water mark: heist__record_trim, on the owner at a
  * quiet moment (after a burst drained: heist_pool_wait_idle, heist_pool_destroy, a
  * worker going to sleep), frees every slab whose records are all home but KEEP_SLABS;
