@@ -34,6 +34,12 @@ heist__pages_alloc(size_t bytes, size_t align)
 }
 
 void
+heist__pages_prefault(void *p, size_t bytes)
+{
+	heist__os_pages_prefault(p, round_up(bytes, heist__os_page_size()));
+}
+
+void
 heist__pages_free(void *p, size_t bytes)
 {
 	if (!p)

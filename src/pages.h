@@ -15,6 +15,10 @@
  * of two; at most a page: 0), or NULL when out of memory. Never touches errno. */
 void *heist__pages_alloc(size_t bytes, size_t align);
 
+/* A hint before the caller writes all bytes of p (from heist__pages_alloc): fault them
+ * in at once where the system can (platform.h). */
+void heist__pages_prefault(void *p, size_t bytes);
+
 /* Give back what heist__pages_alloc(bytes, align) returned (NULL: nothing). */
 void heist__pages_free(void *p, size_t bytes);
 

@@ -7,6 +7,8 @@
 #ifndef HEIST_RECORD_H
 #define HEIST_RECORD_H
 
+#include <stdint.h>
+
 /* A record: a job (future.h). A wide record: a job that keeps more in it (a dependent
  * task's inputs, then.c); a cache of its own, so that other jobs stay two lines. */
 enum { RECORD_BYTES = 128, WIDE_RECORD_BYTES = 256 };
@@ -25,5 +27,16 @@ void heist__record_free(void *p);
  * giving its pages back to the system.
  * O(records at home + slabs): for quiet moments, not for the submit path. */
 void heist__record_trim(void);
+
+/* A worker going to sleep: sends home the records of other caches it holds, as
+ * heist__record_trim does, and trims each of its caches that has needed no new slab
+ * for heist__record_idle_ns by `now` (heist__now_ns). Returns when the next of them may
+ * be trimmed (HEIST_NEVER: none holds more than the reserve): a worker asleep then
+ * calls it again. */
+uint64_t heist__record_trim_idle(uint64_t now);
+
+/* How long a cache must have needed no new slab before heist__record_trim_idle gives
+ * back its surplus: 10 s. Tests lower it before they start the threads that read it. */
+extern uint64_t heist__record_idle_ns;
 
 #endif

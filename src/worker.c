@@ -338,12 +338,28 @@ work_visible(struct heist_pool *pool)
 	return found;
 }
 
+/* Sleeps until woken; until then, trims the thread's record caches at trim_at
+ * (heist__record_trim_idle's time: HEIST_NEVER, never) and whenever they are due
+ * after. Returns as heist__sleep_wait does. */
+static uint64_t
+nap(struct worker *w, uint64_t trim_at)
+{
+	struct heist_pool *pool = w->pool;
+	uint64_t woken;
+	while (trim_at != HEIST_NEVER) {
+		if (heist__sleep_wait_until(&pool->sleep, w->index, trim_at, &woken))
+			return woken;
+		trim_at = heist__record_trim_idle(heist__now_ns());
+	}
+	return heist__sleep_wait(&pool->sleep, w->index);
+}
+
 /* The timer keeper's sleep (timer.h): until woken, or until the earliest timer is due,
  * then fire it and search (a searcher again, even if the guest had its place: sleep.h,
- * heist__sleep_cancel), handing the role back either way. Returns as heist__sleep_wait
- * does. */
+ * heist__sleep_cancel), handing the role back either way; its caches trimmed at
+ * trim_at as nap's. Returns as heist__sleep_wait does. */
 static uint64_t
-keep_timers(struct worker *w)
+keep_timers(struct worker *w, uint64_t trim_at)
 {
 	struct heist_pool *pool = w->pool;
 	struct timers *t = &pool->timers;
@@ -354,10 +370,14 @@ keep_timers(struct worker *w)
 			heist__timers_unclaim(t);	/* then looks again: timer.h */
 			if (heist__timers_claim(t, w->index))
 				continue;
-			return heist__sleep_wait(&pool->sleep, w->index);
+			return nap(w, trim_at);
 		}
-		if (heist__sleep_wait_until(&pool->sleep, w->index, due, &woken))
+		if (heist__sleep_wait_until(&pool->sleep, w->index,
+					    due < trim_at ? due : trim_at, &woken))
 			break;
+		uint64_t now = heist__now_ns();
+		if (now >= trim_at)
+			trim_at = heist__record_trim_idle(now);
 		if (!heist__timers_due(t))
 			continue;	/* fired by a busy worker meanwhile */
 		heist__sleep_cancel(&pool->sleep, w->index);
@@ -377,13 +397,14 @@ sleep_until_woken(struct worker *w)
 	struct heist_pool *pool = w->pool;
 	counter_add(&w->stats.sleeps, 1);
 	/* Idle: what a burst of jobs submitted from tasks left in this worker's record
-	 * cache and deque goes back (record.h, deque.h). A wake meanwhile finds the
-	 * word AWAKE at once. */
-	heist__record_trim();
+	 * caches goes back once they have needed no new slab for a while (record.h), now
+	 * or while it sleeps; its deque, grown by such a burst, now. A wake meanwhile
+	 * finds the word AWAKE at once. */
+	uint64_t trim_at = heist__record_trim_idle(heist__now_ns());
 	heist__deque_trim(&w->dq, DEQUE_CAPACITY);
 	uint64_t woken = heist__timers_claim(&pool->timers, w->index)
-				 ? keep_timers(w)
-				 : heist__sleep_wait(&pool->sleep, w->index);
+				 ? keep_timers(w, trim_at)
+				 : nap(w, trim_at);
 	counter_add(&w->stats.wakes, 1);
 	return woken;
 }

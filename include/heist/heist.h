@@ -38,9 +38,12 @@
  * in steady state. A cache grows to what its thread has in flight at once, and is cut
  * back to a reserve of 256 KiB (the slabs of records all back home beyond one, for
  * each size) after a burst drains: on the calling thread when heist_pool_wait_idle
- * returns and when heist_pool_destroy does, and on a worker when it goes to sleep (for
- * jobs submitted from tasks; the worker's deque, grown by such a burst, goes back to
- * its first size then too). The rest goes when the thread exits. A thread that submits
+ * returns and when heist_pool_destroy does, and on a worker (for jobs submitted from
+ * tasks) once it is idle and its cache has needed no new slab for 10 s, as a malloc
+ * lets its free pages decay, so that bursts a few seconds apart reuse the same pages
+ * rather than fault in new ones each time (the worker's deque, grown by such a burst,
+ * goes back to its first size whenever the worker goes to sleep). The rest goes when
+ * the thread exits. A thread that submits
  * a burst and never calls either keeps the burst's records until it does or exits, and
  * reuses them meanwhile. Slabs and grown deques are whole pages from the system,
  * unmapped when freed, so what a burst took leaves the process's resident size (RSS)

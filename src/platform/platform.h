@@ -208,6 +208,11 @@ void *heist__os_pages_map(size_t bytes, size_t align);
 /* Give back what heist__os_pages_map(bytes, align) returned. */
 void heist__os_pages_unmap(void *p, size_t bytes);
 
+/* A hint: the caller is about to write all of these bytes of heist__os_pages_map's
+ * memory, so fault them in now, in one call, where the system has one (Linux 5.14's
+ * MADV_POPULATE_WRITE); else nothing, and each page faults in at its first write. */
+void heist__os_pages_prefault(void *p, size_t bytes);
+
 /* size bytes aligned to align (a power of two) from the C library's heap, or NULL;
  * freed with heist__os_aligned_free only. C11's aligned_alloc and free where the C
  * library has them; _aligned_malloc and _aligned_free on Windows, whose C libraries

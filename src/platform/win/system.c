@@ -141,6 +141,12 @@ heist__os_pages_unmap(void *p, size_t bytes)
 	SetLastError(last);
 }
 
+void
+heist__os_pages_prefault(void *p, size_t bytes)
+{
+	(void)p, (void)bytes;	/* committed pages fault in at their first write */
+}
+
 unsigned long
 heist__process_id(void)
 {
