@@ -39,13 +39,15 @@ enum {
 	OUT_BATCH = 32,		/* records of another cache held before one push */
 };
 
-/* How long a cache must have needed no new slab before a worker's sleep gives back
- * its surplus (heist__record_trim_idle): as jemalloc's dirty pages decay (10 s), so
- * that a program that makes bursts now and then reuses the pages of the last one
- * rather than paying for new ones each time (a page fault each, and the unmap's
- * shootdown: a graph of 8,000 dependent tasks built every few milliseconds spent
- * 80% of its time there on a 2-vCPU KVM guest when every sleep trimmed). */
-uint64_t heist__record_idle_ns = 10 * UINT64_C(1000000000);
+/* How long after a cache's last new slab a worker's sleep may give back its surplus
+ * (heist__record_trim_idle): 10 s, as jemalloc's dirty pages decay, so that bursts
+ * made every few milliseconds or seconds reuse the last one's pages rather than fault
+ * in new ones each time (a fault a page, and the unmap's shootdown: a graph of 8,000
+ * dependent tasks built every few milliseconds spent 80% of its time there on a
+ * 2-vCPU KVM guest when every sleep trimmed). Counted from the last new slab, not the
+ * last use, which would need the alloc path to count: bursts that fit the slabs they
+ * have are trimmed once every 10 s, and the next one faults its pages in again. */
+_Atomic uint64_t heist__record_idle_ns = 10 * UINT64_C(1000000000);
 
 /* Under AddressSanitizer a free record's body is poisoned, so that a job used after its
  * record was freed is reported where it happens, and a record freed twice is caught
@@ -612,7 +614,8 @@ trim_if_idle(struct cache *c, uint64_t now)
 {
 	if (!has_surplus(c))
 		return HEIST_NEVER;
-	uint64_t idle = heist__record_idle_ns;
+	/* relaxed: a setting (record.h). */
+	uint64_t idle = atomic_load_explicit(&heist__record_idle_ns, memory_order_relaxed);
 	uint64_t due = idle >= HEIST_NEVER - c->carved_ns ? HEIST_NEVER : c->carved_ns + idle;
 	if (due > now)
 		return due;

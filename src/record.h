@@ -7,6 +7,7 @@
 #ifndef HEIST_RECORD_H
 #define HEIST_RECORD_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* A record: a job (future.h). A wide record: a job that keeps more in it (a dependent
@@ -29,14 +30,17 @@ void heist__record_free(void *p);
 void heist__record_trim(void);
 
 /* A worker going to sleep: sends home the records of other caches it holds, as
- * heist__record_trim does, and trims each of its caches that has needed no new slab
- * for heist__record_idle_ns by `now` (heist__now_ns). Returns when the next of them may
- * be trimmed (HEIST_NEVER: none holds more than the reserve): a worker asleep then
- * calls it again. */
+ * heist__record_trim does, and trims each of its caches whose last new slab is
+ * heist__record_idle_ns old by `now` (heist__now_ns). Returns when the next of them will
+ * be, for a worker asleep to call it again then; HEIST_NEVER when there is nothing to
+ * wait for (no cache holds more than the reserve, or one was trimmed and kept only
+ * slabs with records out, which a later sleep trims as before: a timer for them would
+ * wake an idle worker again and again while the program holds their futures). */
 uint64_t heist__record_trim_idle(uint64_t now);
 
-/* How long a cache must have needed no new slab before heist__record_trim_idle gives
- * back its surplus: 10 s. Tests lower it before they start the threads that read it. */
-extern uint64_t heist__record_idle_ns;
+/* How long after its last new slab a cache's surplus may go (heist__record_trim_idle):
+ * 10 s. Tests lower it before they start the threads that read it (relaxed: read on
+ * the way to sleep, written by a test while no worker of its runs). */
+extern _Atomic uint64_t heist__record_idle_ns;
 
 #endif

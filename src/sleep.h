@@ -94,8 +94,10 @@ uint64_t heist__sleep_wait(struct sleep *s, unsigned i);
 /* As heist__sleep_wait, but only until `deadline` (heist__now_ns; HEIST_NEVER: none):
  * returns true if woken (a searcher now, *woken as heist__sleep_wait returns), false
  * at the deadline, still asleep in the protocol's eyes (on the idle stack, or lent):
- * the caller then calls heist__sleep_cancel to search again. A timer keeper's sleep
- * (timer.h). */
+ * the caller then calls heist__sleep_cancel to search again, or waits again with
+ * either call (a false return changed nothing; a wake meanwhile left the word AWAKE,
+ * which the next wait sees at once). A timer keeper's sleep (timer.h), and a worker's
+ * that trims its record caches at a deadline (worker.c, nap). */
 bool heist__sleep_wait_until(struct sleep *s, unsigned i, uint64_t deadline, uint64_t *woken);
 
 /* Wake worker i as a searcher if it sleeps, on the idle stack or lent to the guest

@@ -375,11 +375,14 @@ keep_timers(struct worker *w, uint64_t trim_at)
 		if (heist__sleep_wait_until(&pool->sleep, w->index,
 					    due < trim_at ? due : trim_at, &woken))
 			break;
-		uint64_t now = heist__now_ns();
-		if (now >= trim_at)
-			trim_at = heist__record_trim_idle(now);
-		if (!heist__timers_due(t))
-			continue;	/* fired by a busy worker meanwhile */
+		if (!heist__timers_due(t)) {
+			/* Woken to trim, or the timer was fired by a busy worker meanwhile.
+			 * With a timer due, it fires first: the next sleep trims. */
+			uint64_t now = heist__now_ns();
+			if (now >= trim_at)
+				trim_at = heist__record_trim_idle(now);
+			continue;
+		}
 		heist__sleep_cancel(&pool->sleep, w->index);
 		woken = heist__now_ns();
 		break;

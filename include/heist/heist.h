@@ -39,9 +39,9 @@
  * back to a reserve of 256 KiB (the slabs of records all back home beyond one, for
  * each size) after a burst drains: on the calling thread when heist_pool_wait_idle
  * returns and when heist_pool_destroy does, and on a worker (for jobs submitted from
- * tasks) once it is idle and its cache has needed no new slab for 10 s, as a malloc
- * lets its free pages decay, so that bursts a few seconds apart reuse the same pages
- * rather than fault in new ones each time (the worker's deque, grown by such a burst,
+ * tasks) once it is idle and its cache's last new slab is 10 s old, as a malloc lets
+ * its free pages decay, so that bursts made more often reuse the same pages rather
+ * than fault in new ones each time (the worker's deque, grown by such a burst,
  * goes back to its first size whenever the worker goes to sleep). The rest goes when
  * the thread exits. A thread that submits
  * a burst and never calls either keeps the burst's records until it does or exits, and
