@@ -128,10 +128,14 @@ half_free(struct half *h)
 }
 
 /* heist_reduce_deterministic: acc = acc (+) the reduction of [begin, end), halved down
- * to the grain whatever the schedule. */
+ * to the grain whatever the schedule. After a failure no result is used, so the tree
+ * stops growing: halving on to the grain would cost the whole range's splits (a body
+ * that failed at once on [0, SIZE_MAX) kept both cores busy for good). */
 static void
 reduce_tree(struct reduction *red, size_t begin, size_t end, void *acc)
 {
+	if (atomic_load_explicit(&red->error, memory_order_relaxed))
+		return;	/* relaxed: see struct reduction; a late look only splits on */
 	if (end - begin <= red->grain) {
 		leaf(red, begin, end, acc);
 		return;

@@ -467,6 +467,33 @@ the_first_error_stops_the_rest_and_leaves_the_result_alone(void **state)
 	}
 }
 
+static int
+fail_always(void *arg, void *acc, size_t b, size_t e)
+{
+	(void)arg, (void)acc, (void)b, (void)e;
+	return 77;
+}
+
+/* The first failure stops the splitting too, not only the bodies: a range of SIZE_MAX
+ * indices at grain 1 that fails at its first leaf returns, in both forms (the
+ * deterministic tree went on halving to the grain, for good). */
+static void
+a_failure_stops_a_huge_range(void **state)
+{
+	(void)state;
+	for (size_t p = 0; p < NPOOLS; p++) {
+		heist_pool *pool = make_pool(POOL_SIZES[p]);
+		for (size_t f = 0; f < 2; f++) {
+			uint64_t result = 12345;
+			assert_int_equal(FORMS[f](pool, 0, SIZE_MAX, 1, &result, sizeof result,
+						  NULL, fail_always, add_u64, NULL),
+					 77);
+			assert_true(result == 12345);
+		}
+		heist_pool_destroy(pool);
+	}
+}
+
 static void
 bad_input_is_rejected(void **state)
 {
@@ -551,6 +578,7 @@ main(void)
 		cmocka_unit_test(reduces_from_a_task_and_nested_in_a_body),
 		cmocka_unit_test(outside_callers_at_once_each_get_their_sum),
 		cmocka_unit_test(the_first_error_stops_the_rest_and_leaves_the_result_alone),
+		cmocka_unit_test(a_failure_stops_a_huge_range),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(allocation_failures_lose_nothing),
 	};
