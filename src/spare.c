@@ -137,8 +137,9 @@ spare_main(void *arg)
 		w->stand_in_owed = true;	/* called: look for work at least once */
 		heist__worker_loop(w);	/* until the pool stops, or has no need of us */
 		heist__mutex_lock(&s->lock);
-		/* relaxed: stop is set before the sleepers are woken (pool.c). */
-		bool stop = atomic_load_explicit(&pool->stop, memory_order_relaxed);
+		/* acquire: pairs with the seq_cst store in pool.c's teardown, before the
+		 * sleepers are woken, for the stop hook below (as loop_done in worker.c). */
+		bool stop = atomic_load_explicit(&pool->stop, memory_order_acquire);
 		if (stop) {
 			atomic_fetch_sub_explicit(&s->active, 1, memory_order_relaxed);
 			s->slot[k].state = SPARE_EXITED;

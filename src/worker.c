@@ -413,14 +413,16 @@ sleep_until_woken(struct worker *w)
 }
 
 /* Whether the loop should end: the pool stopped, or w is a spare the pool no longer
- * needs (once it has looked for work since it was called). relaxed: stop is set only
- * once everything has run, so a late look costs a round (the sleep path looks with
- * seq_cst); surplus is a hint (spare.h). */
+ * needs (once it has looked for work since it was called). acquire: pairs with the
+ * seq_cst store of stop in pool.c's teardown, so that the stop hook that follows sees
+ * what the destroying thread wrote before (the wake alone orders nothing); stop is set
+ * only once everything has run, so a late look costs a round (the sleep path looks
+ * with seq_cst). surplus is a hint (spare.h). */
 static bool
 loop_done(struct worker *w)
 {
 	struct heist_pool *pool = w->pool;
-	return atomic_load_explicit(&pool->stop, memory_order_relaxed) ||
+	return atomic_load_explicit(&pool->stop, memory_order_acquire) ||
 	       (heist__worker_is_spare(w) && !w->stand_in_owed &&
 		heist__spare_surplus(&pool->spares));
 }

@@ -266,7 +266,9 @@ struct heist_config {
 	 * @since 0.1 */
 	void (*on_worker_start)(void *ctx, unsigned index);
 	/** Called on each of the pool's threads after its last task, before it exits
-	 * (see on_worker_start for what a submit from it does).
+	 * (see on_worker_start for what a submit from it does). A stop hook that runs
+	 * during destroy sees all the pool's tasks' writes and what the thread that
+	 * called heist_pool_destroy wrote before the call.
 	 * @since 0.1 */
 	void (*on_worker_stop)(void *ctx, unsigned index);
 	void *hook_ctx;		/**< passed to the two hooks */
