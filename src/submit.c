@@ -241,6 +241,17 @@ heist_pool_wait_idle(heist_pool *pool)
 		return EDEADLK;	/* it would wait for the task that waits */
 	if (heist__pool_inherited(pool))
 		return ESHUTDOWN;	/* nothing would drain it here (inherit.h) */
+	/* A hold for as long as we touch the pool, lest a destroy that another thread
+	 * begins meanwhile free it under us (it frees the idle_lock we unlock, and
+	 * idle_waiters). Our hold and then our load of shutting, against destroy's
+	 * store of shutting and then its load of holds, all seq_cst (as (2), with
+	 * holds for live): we see shutting and back out, or destroy sees our hold and
+	 * waits for its release. */
+	hold(pool);
+	if (atomic_load_explicit(&pool->shutting, memory_order_seq_cst)) {
+		unhold(pool);
+		return ESHUTDOWN;	/* destroy drains it, and frees it soon after */
+	}
 	heist__mutex_lock(&pool->idle_lock);
 	/* seq_cst: against a leaver's decrement and its load of idle_waiters (4). */
 	atomic_fetch_add_explicit(&pool->idle_waiters, 1, memory_order_seq_cst);
@@ -254,6 +265,7 @@ heist_pool_wait_idle(heist_pool *pool)
 	heist__mutex_unlock(&pool->idle_lock);
 	wait_drained(pool, false, e);
 	atomic_fetch_sub_explicit(&pool->idle_waiters, 1, memory_order_relaxed);
+	unhold(pool);	/* our last touch of the pool */
 	heist__record_trim();	/* a burst drained: give back its records (record.h) */
 	return 0;
 }

@@ -348,6 +348,55 @@ outside_submit_after_destroy_started_gets_eshutdown(void **state)
 	heist_future_release(gf);
 }
 
+/* heist_pool_wait_idle beside a destroy on another thread: waits that began before it
+ * finish (0, or ESHUTDOWN if destroy came first after all), one that begins once a
+ * submit is refused gets ESHUTDOWN, and none touches the pool after destroy freed it
+ * (ThreadSanitizer saw destroy free the idle lock that a waiter was unlocking). */
+struct idle_beside {
+	heist_pool *pool;
+	int rc;
+};
+
+static void *
+wait_idle_main(void *arg)
+{
+	struct idle_beside *w = arg;
+	w->rc = heist_pool_wait_idle(w->pool);
+	return NULL;
+}
+
+static void
+wait_idle_beside_destroy(void **state)
+{
+	(void)state;
+	static struct hold h;
+	static atomic_uint runs;
+	for (int round = 0; round < 10; round++) {
+		h = (struct hold){0};
+		heist_pool *pool = make_pool(1);
+		hold_worker(pool, &h, NULL);
+		struct idle_beside w[2] = {{pool, -1}, {pool, -1}};
+		pthread_t tw[2], td;
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_create(&tw[i], NULL, wait_idle_main, &w[i]), 0);
+		assert_int_equal(pthread_create(&td, NULL, destroy_main, pool), 0);
+		int rc = 0;
+		for (long i = 0; i < POLL_MAX && rc == 0; i++) {
+			rc = heist_submit(pool, count_task, &runs, NULL);
+			if (rc == 0)
+				nap(NAP_NS);
+		}
+		assert_int_equal(rc, ESHUTDOWN);	/* destroy began; the hold keeps it */
+		assert_int_equal(heist_pool_wait_idle(pool), ESHUTDOWN);
+		atomic_store(&h.open, 1);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_join(tw[i], NULL), 0);
+		assert_int_equal(pthread_join(td, NULL), 0);
+		for (int i = 0; i < 2; i++)
+			assert_true(w[i].rc == 0 || w[i].rc == ESHUTDOWN);
+	}
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Bad input and identity                                                             */
 
@@ -910,6 +959,7 @@ main(void)
 		cmocka_unit_test(create_and_destroy_with_tasks_in_flight),
 		cmocka_unit_test(idle_pools_with_more_workers_than_cpus_destroy),
 		cmocka_unit_test(outside_submit_after_destroy_started_gets_eshutdown),
+		cmocka_unit_test(wait_idle_beside_destroy),
 		cmocka_unit_test(bad_input_is_rejected),
 		cmocka_unit_test(default_config_gives_one_worker_per_cpu),
 		cmocka_unit_test(worker_index_is_set_inside_tasks),

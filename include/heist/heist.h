@@ -343,7 +343,10 @@ HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
  * a later idle epoch), so it returns however busy the pool stays. Any number of
  * threads may wait at once, and others may submit meanwhile.
  * @returns 0; EINVAL if pool is NULL; EDEADLK when called from one of the pool's own
- *          tasks (it would wait for itself).
+ *          tasks (it would wait for itself); ESHUTDOWN if the pool's destroy has begun
+ *          on another thread (destroy drains it; a wait that began first finishes,
+ *          and destroy waits for it to return), or in a child forked from the
+ *          process that made the pool.
  * What those tasks wrote is visible to the caller once it returns.
  * A task submitted from a fork-join child (stolen or not) counts as its parent job's;
  * a continuation counts as the job whose end (or cancellation) queued it, and one

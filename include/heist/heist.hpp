@@ -1858,7 +1858,8 @@ public:
 	std::size_t pending() const noexcept { return heist_pool_pending(p_); }
 
 	/** heist_pool_wait_idle. Throws std::system_error (EDEADLK from a task of this
-	 *  pool, EINVAL for an empty pool). */
+	 *  pool, EINVAL for an empty pool, ESHUTDOWN once another thread began to
+	 *  destroy it, or in a forked child). */
 	void
 	wait_idle() const
 	{
