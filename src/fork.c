@@ -69,6 +69,7 @@ spawn_outside(struct task *t)
 HEIST_EXPORT void
 (heist_spawn)(heist_task *ht, heist_fn fn, void *arg)
 {
+	assert(ht && fn && "heist_spawn: t and fn must not be NULL");
 	struct task *t = (struct task *)ht;
 	struct worker *w = heist__current();
 	t->fn = fn;
@@ -171,6 +172,7 @@ sync_slow(struct worker *w, struct task *t)
 HEIST_EXPORT int
 (heist_sync)(heist_task *ht)
 {
+	assert(ht && "heist_sync: t must not be NULL");
 	struct task *t = (struct task *)ht;
 	struct worker *w = heist__current();
 	if (unlikely(!w)) {
@@ -240,6 +242,8 @@ HEIST_EXPORT heist_worker *
 HEIST_EXPORT int
 heist_join(heist_fn a, void *arg_a, heist_fn b, void *arg_b)
 {
+	if (!a || !b)
+		return EINVAL;	/* neither runs */
 	heist_task t;
 	heist_spawn(&t, b, arg_b);
 	int ra = a(arg_a);

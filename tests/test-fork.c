@@ -740,6 +740,10 @@ check_join_semantics(void)
 	a.ret = 0;
 	if (heist_join(counted_task, &a, counted_task, &b) != 0)
 		atomic_fetch_add(&errors, 1);
+	/* A NULL function: EINVAL, and neither runs. */
+	if (heist_join(NULL, &a, counted_task, &b) != EINVAL ||
+	    heist_join(counted_task, &a, NULL, &b) != EINVAL)
+		atomic_fetch_add(&errors, 1);
 	if (atomic_load(&a.runs) != 3 || atomic_load(&b.runs) != 3)
 		atomic_fetch_add(&errors, 1);
 }

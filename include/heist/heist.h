@@ -1278,6 +1278,8 @@ typedef struct heist_task {
  * library, and the rest goes to these functions. Same semantics either way. Define
  * HEIST_NO_INLINE before including this header to call the functions always (as
  * other languages do); (heist_spawn) and &heist_spawn name the function in any case.
+ * t and fn must not be NULL: the fast path checks nothing (debug builds of the library
+ * assert it on its own paths), so either is undefined, as in Cilk and Lace.
  * @since 0.1
  */
 HEIST_EXPORT void heist_spawn(heist_task *t, heist_fn fn, void *arg);
@@ -1288,7 +1290,8 @@ HEIST_EXPORT void heist_spawn(heist_task *t, heist_fn fn, void *arg);
  * steals them back from the thief) until it is done, and parks when there are none,
  * as heist_future_wait does. Syncs must come in the reverse order of their spawns
  * (strict fork-join, as in Cilk); debug builds check this with an assertion.
- * A record that holds no spawned task (never spawned, zeroed) aborts with a message;
+ * t must not be NULL (undefined, as for heist_spawn). A record that holds no spawned
+ * task (never spawned, zeroed) aborts with a message;
  * debug builds (the caller's, NDEBUG not defined; and the library's, -Db_ndebug=false,
  * for the syncs it makes itself or with HEIST_NO_INLINE) also abort on a second sync of
  * the same spawn.
@@ -1303,7 +1306,7 @@ HEIST_EXPORT int heist_sync(heist_task *t);
 
 /**
  * Run a(arg_a) and b(arg_b) in parallel: spawn b, run a, sync b.
- * @returns a's value if nonzero, else b's.
+ * @returns a's value if nonzero, else b's; EINVAL if a or b is NULL (neither runs).
  * @since 0.1
  */
 HEIST_EXPORT int heist_join(heist_fn a, void *arg_a, heist_fn b, void *arg_b);
