@@ -297,8 +297,10 @@ struct heist_config {
  * Create a pool and start its workers.
  * @param[out] out  Receives the pool; set to NULL on failure.
  * @param[in]  cfg  The configuration, or NULL for defaults. Not kept after the call.
- * @returns 0; EINVAL if out is NULL, threads > HEIST_MAX_THREADS or pin is unknown;
- *          ENOMEM; or pthread_create's error. On failure nothing is leaked and every
+ * @returns 0; EINVAL if out is NULL, threads > HEIST_MAX_THREADS, max_spares >
+ *          HEIST_MAX_THREADS (HEIST_SPARES_NONE aside), pin is unknown, or the system
+ *          refuses stack_size (below its minimum, PTHREAD_STACK_MIN where there is
+ *          one); ENOMEM; or pthread_create's error. On failure nothing is leaked and every
  *          worker already started has been stopped and joined.
  * @since 0.1
  */
@@ -397,7 +399,8 @@ typedef struct heist_local heist_local;
  * Create per-thread scratch of size bytes for the tasks of pool.
  * @param[in] init  Called with ctx on each slot when it is made (zero-filled before),
  *                  on the thread that asked; or NULL.
- * @returns 0; EINVAL if pool or out is NULL or size is 0; ENOMEM.
+ * @returns 0; EINVAL if pool or out is NULL, or size is 0 or too large to round up
+ *          to whole cache lines; ENOMEM.
  * @since 0.2
  */
 HEIST_EXPORT int heist_local_create(heist_pool *pool, size_t size,
@@ -416,7 +419,8 @@ HEIST_EXPORT void *heist_local_get(heist_local *l);
 
 /**
  * Call fn(slot, ctx) for every slot made so far, in index order: to combine them once
- * the tasks that used them are waited for (the wait orders their writes before).
+ * the tasks that used them are waited for (the wait orders their writes before). A
+ * NULL l or fn does nothing.
  * @since 0.2
  */
 HEIST_EXPORT void heist_local_each(heist_local *l, void (*fn)(void *slot, void *ctx),

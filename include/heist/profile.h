@@ -166,8 +166,8 @@ HEIST_EXPORT int heist_profile_worker_report(heist_pool *pool, unsigned index,
 /**
  * The latency at each of n quantiles q[i] (0 <= q[i] <= 1), in cycles, all workers
  * merged: enough for a full percentile distribution (HdrHistogram's .hgrm).
- * @returns as heist_profile_report; EINVAL also for a NULL q or out with n > 0, or a
- *          quantile outside [0, 1] (NaN included).
+ * @returns as heist_profile_report; EINVAL also for an unknown kind, a NULL q or out
+ *          with n > 0, or a quantile outside [0, 1] (NaN included).
  * @since 0.1
  */
 HEIST_EXPORT int heist_profile_percentiles(heist_pool *pool, enum heist_latency_kind kind,
