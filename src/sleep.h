@@ -216,7 +216,7 @@ heist__sleep_notify_job(struct sleep *s, size_t backlog)
  *   its own cancel did, and it searches again; its next prepare falls on one side of
  *   E or the other.
  * - A search round cannot block (the injector take and the steals wait for nobody)
- *   and each begins with loop_done: a relaxed load of stop, which sees the store
+ *   and each begins with loop_done: an acquire load of stop, which sees the store
  *   within a round or two; the pool is drained, so a search ends only there or in a
  *   prepare (above).
  * - The futex: only the worker itself stores SLEEPING to its word, and only before

@@ -51,7 +51,8 @@
  *     (its add came after destroy's load of live) began its call after destroy had
  *     drained the pool: that is the caller's use of a destroyed pool (heist.h), or,
  *     for continuations, prevented by the registry (heist__pool_enter_if_alive:
- *     destroy takes the pool off it first).
+ *     destroy takes the pool off it first). heist_pool_wait_idle holds the pool
+ *     too, for its whole wait, with shutting in place of live (it adds nothing).
  * A job leaves only once it has run or been skipped as cancelled (workers subtract
  * what they finished in batches, done_unflushed, before they idle), so live is never
  * below the truth, and when destroy sees 0 nothing accepted is still to run. Neither
@@ -105,8 +106,9 @@ live_half(uint64_t v, unsigned e)
 }
 
 /* Take a hold on pool (5) in the pool's count: destroy frees nothing until it is let
- * go. seq_cst: before the change to live that counts the holder; destroy's load of
- * holds pairs with it. For a leave, and for an enter on a thread without a cell. */
+ * go. seq_cst: before the change to live that counts the holder (or, in
+ * heist_pool_wait_idle, its load of shutting); destroy's load of holds pairs with it.
+ * For a leave, an enter on a thread without a cell, and a wait for idle. */
 static void
 hold(struct heist_pool *pool)
 {
@@ -223,8 +225,9 @@ heist__pool_drain(struct heist_pool *pool)
 	/* seq_cst: (2); an exchange, the store of a Dekker pair (internal.h). */
 	dekker_store(&pool->shutting, true);
 	wait_drained(pool, true, 0);
-	/* (5): a hold lasts a push and a wake, or a leave. The first load seq_cst (the
-	 * argument's order); all acquire: pair with heist__pool_unhold's release. */
+	/* (5): a hold lasts a push and a wake, or a leave, or the end of a wait for
+	 * idle, which the drain has let go on. The first load seq_cst (the argument's
+	 * order); all acquire: pair with heist__pool_unhold's release. */
 	if (atomic_load_explicit(&pool->holds, memory_order_seq_cst))
 		while (atomic_load_explicit(&pool->holds, memory_order_acquire))
 			heist__thread_yield();

@@ -351,10 +351,14 @@ outside_submit_after_destroy_started_gets_eshutdown(void **state)
 /* heist_pool_wait_idle beside a destroy on another thread: waits that began before it
  * finish (0, or ESHUTDOWN if destroy came first after all), one that begins once a
  * submit is refused gets ESHUTDOWN, and none touches the pool after destroy freed it
- * (ThreadSanitizer saw destroy free the idle lock that a waiter was unlocking). */
+ * (ThreadSanitizer saw destroy free the idle lock that a waiter was unlocking). The
+ * worker's stop hook, which destroy runs before it frees the pool, waits for the
+ * waiter threads to return, so that one that starts late still calls on a live pool
+ * (the call must begin before destroy returns). */
 struct idle_beside {
 	heist_pool *pool;
 	int rc;
+	atomic_int *returned;
 };
 
 static void *
@@ -362,7 +366,16 @@ wait_idle_main(void *arg)
 {
 	struct idle_beside *w = arg;
 	w->rc = heist_pool_wait_idle(w->pool);
+	atomic_fetch_add(w->returned, 1);
 	return NULL;
+}
+
+static void
+stop_after_waiters(void *ctx, unsigned index)
+{
+	(void)index;
+	while (atomic_load((atomic_int *)ctx) < 2)
+		nap(NAP_NS);
 }
 
 static void
@@ -371,11 +384,15 @@ wait_idle_beside_destroy(void **state)
 	(void)state;
 	static struct hold h;
 	static atomic_uint runs;
+	static atomic_int returned;
 	for (int round = 0; round < 10; round++) {
 		h = (struct hold){0};
-		heist_pool *pool = make_pool(1);
+		atomic_store(&returned, 0);
+		struct heist_config cfg = {.threads = 1, .on_worker_stop = stop_after_waiters,
+					   .hook_ctx = (void *)&returned};
+		heist_pool *pool = make_pool_cfg(&cfg);
 		hold_worker(pool, &h, NULL);
-		struct idle_beside w[2] = {{pool, -1}, {pool, -1}};
+		struct idle_beside w[2] = {{pool, -1, &returned}, {pool, -1, &returned}};
 		pthread_t tw[2], td;
 		for (int i = 0; i < 2; i++)
 			assert_int_equal(pthread_create(&tw[i], NULL, wait_idle_main, &w[i]), 0);

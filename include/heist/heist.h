@@ -266,9 +266,10 @@ struct heist_config {
 	 * @since 0.1 */
 	void (*on_worker_start)(void *ctx, unsigned index);
 	/** Called on each of the pool's threads after its last task, before it exits
-	 * (see on_worker_start for what a submit from it does). A stop hook that runs
-	 * during destroy sees all the pool's tasks' writes and what the thread that
-	 * called heist_pool_destroy wrote before the call.
+	 * (see on_worker_start for what a submit from it does). A worker's stop hook,
+	 * and a spare's that destroy ends, see all the pool's tasks' writes and what
+	 * the thread that called heist_pool_destroy wrote before the call (a spare
+	 * whose keep-alive ends by itself meanwhile is not ordered with that thread).
 	 * @since 0.1 */
 	void (*on_worker_stop)(void *ctx, unsigned index);
 	void *hook_ctx;		/**< passed to the two hooks */
@@ -348,7 +349,8 @@ HEIST_EXPORT size_t heist_pool_pending(const heist_pool *pool);
  *          tasks (it would wait for itself); ESHUTDOWN if the pool's destroy has begun
  *          on another thread (destroy drains it; a wait that began first finishes,
  *          and destroy waits for it to return), or in a child forked from the
- *          process that made the pool.
+ *          process that made the pool. As for a submit, the call must begin before
+ *          heist_pool_destroy returns.
  * What those tasks wrote is visible to the caller once it returns.
  * A task submitted from a fork-join child (stolen or not) counts as its parent job's;
  * a continuation counts as the job whose end (or cancellation) queued it, and one
