@@ -22,6 +22,8 @@
  * claims the role when it sleeps again. If somebody searches, that searcher claims the
  * role when it sleeps, or, if it finds work instead, wakes a sleeper to claim it
  * (heist__timers_unkept): so a pool with a sleeping worker always has a keeper. A
+ * worker lent to an outside loop's guest (sleep.h) is neither: the guest, giving its
+ * place back, wakes it if timers are unkept (worker.c, heist__worker_guest_leave). A
  * keeper woken for work (its wake from the adder, if any, lost on a worker already
  * awake) gives the role back and searches: the same rule then holds for it. */
 #ifndef HEIST_TIMER_H

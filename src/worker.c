@@ -670,11 +670,16 @@ heist__worker_guest_leave(struct heist_pool *pool)
 	timed_wait_over(g);	/* a body polled: the guest is parked no more */
 	heist__worker_flush_done(g);
 	heist__set_current(NULL);
-	/* The place back to its sleeper; if work came meanwhile that nobody took,
-	 * wake one (the look is the sleeper's step (2), sleep.h). Before the slot is
-	 * free and the job leaves: the pool stays alive until then. */
+	/* The place back to its sleeper; if work came meanwhile that nobody took, or a
+	 * timer that nobody keeps, wake one (the look is the sleeper's step (2),
+	 * sleep.h). A lent worker is neither a sleeper nor a searcher, so a timer added
+	 * while it was lent woke nobody (timer.h): heist__timers_unkept's seq_cst loads
+	 * of next_due and keeper, after the return's seq_cst update of the sleep state,
+	 * against the adder's store of next_due and its loads of keeper and of that
+	 * state. Before the slot is free and the job leaves: the pool stays alive
+	 * until then. */
 	heist__sleep_return(&pool->sleep);
-	if (heist__pool_work_visible(pool))
+	if (heist__pool_work_visible(pool) || heist__timers_unkept(&pool->timers))
 		heist__sleep_notify(&pool->sleep);
 	/* release: pairs with the next guest's acquire CAS. Before the last leave:
 	 * once live may reach 0, destroy may free the pool. */

@@ -408,6 +408,44 @@ a_timer_added_while_a_worker_searches_gets_a_keeper(void **state)
 	heist_pool_destroy(pool);
 }
 
+/* A timer added while the pool's only worker is lent to an outside loop (its caller
+ * runs in the worker's place, heist_for_each) fires: the worker, given back asleep when
+ * the loop ends, is woken to keep it. It was lost: the adder found neither a keeper nor
+ * a sleeper (a lent worker is neither), and the loop's end woke nobody, so the wait
+ * below never returned (the torture test hung so, seed 68188881335). */
+struct lent_timer {
+	heist_pool *pool;
+	heist_future *f;
+	atomic_uint ran;
+};
+
+static int
+submit_timer_body(void *arg, size_t begin, size_t end)
+{
+	struct lent_timer *lt = arg;
+	(void)begin, (void)end;
+	return heist_submit_delayed(lt->pool, 1000 * 1000, count_task, &lt->ran, &lt->f);
+}
+
+static void
+a_timer_added_while_the_worker_is_lent_fires(void **state)
+{
+	(void)state;
+	heist_pool *pool = make_pool(1);
+	for (int round = 0; round < 5; round++) {
+		static struct lent_timer lt;
+		lt.pool = pool;
+		lt.f = NULL;
+		atomic_store(&lt.ran, 0);
+		wait_until_parked(pool);	/* asleep: the loop's guest takes its place */
+		assert_int_equal(heist_for_each(pool, 0, 1, 1, submit_timer_body, &lt), 0);
+		assert_int_equal(heist_future_wait(lt.f), 0);
+		heist_future_release(lt.f);
+		assert_int_equal(atomic_load(&lt.ran), 1);
+	}
+	heist_pool_destroy(pool);
+}
+
 static void
 bad_input_is_rejected(void **state)
 {
@@ -469,6 +507,7 @@ main(void)
 		cmocka_unit_test(cancelled_timers_are_let_go_before_they_are_due),
 		cmocka_unit_test(a_sweep_that_drops_the_earliest_timer_publishes_the_next_due_time),
 		cmocka_unit_test(a_timer_added_while_a_worker_searches_gets_a_keeper),
+		cmocka_unit_test(a_timer_added_while_the_worker_is_lent_fires),
 		cmocka_unit_test(bad_input_is_rejected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
